@@ -1,0 +1,133 @@
+"""The two MemAgent prompts, as token-id templates.
+
+Each prompt is rendered once through the tokenizer's chat template with slots
+for the memory (and the chunk), then split at the slots. A turn's prompt is the
+concatenation of fixed token pieces with the memory ids (exactly the tokens the
+model generated last turn) and the chunk ids (a slice of the tokenised
+document): token in, token out, no decode/re-encode drift.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+MEMORY_SLOT = "\u2063MEMAGENT_MEMORY_SLOT\u2063"
+CHUNK_SLOT = "\u2063MEMAGENT_CHUNK_SLOT\u2063"
+
+MEMORY_UPDATE_PROMPT = """\
+You are reading a long document one section at a time and can keep only a \
+short memory between sections. Below are a question, your memory of the \
+sections read so far, and the next section. Write the new memory: keep every \
+fact from the old memory and from the section that may help answer the \
+question, and drop the rest. Write only the new memory.
+
+<question>
+{question}
+</question>
+
+<memory>
+{memory}
+</memory>
+
+<section>
+{chunk}
+</section>
+
+New memory:"""
+
+FINAL_ANSWER_PROMPT = """\
+You have read a long document section by section and kept notes in a memory. \
+Answer the question using only this memory. You may reason briefly first; \
+put the final answer, and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.
+
+<question>
+{question}
+</question>
+
+<memory>
+{memory}
+</memory>
+
+Answer:"""
+
+
+def render_chat(tokenizer, user_text: str) -> str:
+    """One user message through the chat template, thinking disabled if supported."""
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": user_text}],
+        tokenize=False,
+        add_generation_prompt=True,
+        enable_thinking=False,
+    )
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return tokenizer.encode(text, add_special_tokens=False) if text else []
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """Token pieces of a prompt around its memory and (optional) chunk slots."""
+
+    before_memory: list[int]
+    after_memory: list[int]
+    after_chunk: list[int] | None = None
+
+    def build(self, memory_ids, chunk_ids=None) -> list[int]:
+        """Prompt ids for the given memory (and chunk, for memory turns)."""
+        ids = self.before_memory + [int(t) for t in memory_ids] + self.after_memory
+        if self.after_chunk is not None:
+            if chunk_ids is None:
+                raise ValueError("a memory-update prompt needs a chunk")
+            ids += [int(t) for t in chunk_ids] + self.after_chunk
+        elif chunk_ids is not None:
+            raise ValueError("the final-answer prompt takes no chunk")
+        return ids
+
+    @property
+    def overhead(self) -> int:
+        """Prompt tokens besides the memory and the chunk."""
+        return (
+            len(self.before_memory)
+            + len(self.after_memory)
+            + len(self.after_chunk or [])
+        )
+
+
+def _split_once(text: str, slot: str) -> tuple[str, str]:
+    parts = text.split(slot)
+    if len(parts) != 2:
+        raise ValueError(
+            f"chat template must keep the slot {slot!r} exactly once, "
+            f"found {len(parts) - 1} (does the question contain it?)"
+        )
+    return parts[0], parts[1]
+
+
+def memory_update_template(tokenizer, question: str) -> PromptTemplate:
+    """Template of a memory turn: instruction, question, memory, section."""
+    text = render_chat(
+        tokenizer,
+        MEMORY_UPDATE_PROMPT.format(
+            question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT
+        ),
+    )
+    before, rest = _split_once(text, MEMORY_SLOT)
+    middle, after = _split_once(rest, CHUNK_SLOT)
+    return PromptTemplate(
+        before_memory=_encode(tokenizer, before),
+        after_memory=_encode(tokenizer, middle),
+        after_chunk=_encode(tokenizer, after),
+    )
+
+
+def final_answer_template(tokenizer, question: str) -> PromptTemplate:
+    """Template of the final turn: instruction, question, memory; no chunk."""
+    text = render_chat(
+        tokenizer, FINAL_ANSWER_PROMPT.format(question=question, memory=MEMORY_SLOT)
+    )
+    before, after = _split_once(text, MEMORY_SLOT)
+    return PromptTemplate(
+        before_memory=_encode(tokenizer, before),
+        after_memory=_encode(tokenizer, after),
+    )

@@ -1,0 +1,98 @@
+"""Answer extraction and HotpotQA scoring.
+
+`train_reward` is the strict signal used for GRPO (boxed exact match after
+normalisation); `sub_em`, `exact_match` and `f1` are the RULER-HQA evaluation
+metrics (SQuAD/HotpotQA normalisation, max over the gold answers).
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable
+
+_BOX = "\\boxed{"
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCT = set(string.punctuation)
+_SPECIAL_ANSWERS = ("yes", "no", "noanswer")
+
+
+def extract_boxed(text: str) -> str | None:
+    """Content of the last complete ``\\boxed{...}`` in ``text`` (nested braces ok)."""
+    start = text.rfind(_BOX)
+    while start != -1:
+        depth = 1
+        i = start + len(_BOX)
+        while i < len(text):
+            ch = text[i]
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                if depth == 0:
+                    return text[start + len(_BOX) : i]
+            i += 1
+        # The last box is unterminated; an earlier complete one may still exist.
+        start = text.rfind(_BOX, 0, start)
+    return None
+
+
+def normalize_answer(s: str) -> str:
+    """Lower-case, drop punctuation and articles, collapse white space."""
+    s = s.lower()
+    s = "".join(ch for ch in s if ch not in _PUNCT)
+    s = _ARTICLES.sub(" ", s)
+    return " ".join(s.split())
+
+
+def _golds(golds: str | Iterable[str]) -> list[str]:
+    return [golds] if isinstance(golds, str) else list(golds)
+
+
+def exact_match(pred: str, golds: str | Iterable[str]) -> float:
+    """1.0 if the normalised prediction equals any normalised gold answer."""
+    p = normalize_answer(pred)
+    return float(any(p == normalize_answer(g) for g in _golds(golds)))
+
+
+def sub_em(pred: str, golds: str | Iterable[str]) -> float:
+    """1.0 if, for any gold, one normalised string contains the other.
+
+    An empty normalised prediction scores 0.0 (it would be inside every gold).
+    """
+    p = normalize_answer(pred)
+    if not p:
+        return 0.0
+    for g in _golds(golds):
+        n = normalize_answer(g)
+        if n and (n in p or p in n):
+            return 1.0
+    return 0.0
+
+
+def _f1_one(pred: str, gold: str) -> float:
+    p, g = normalize_answer(pred), normalize_answer(gold)
+    if (p in _SPECIAL_ANSWERS or g in _SPECIAL_ANSWERS) and p != g:
+        return 0.0
+    p_tokens, g_tokens = p.split(), g.split()
+    common = Counter(p_tokens) & Counter(g_tokens)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(p_tokens)
+    recall = same / len(g_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def f1(pred: str, golds: str | Iterable[str]) -> float:
+    """SQuAD token F1, max over the gold answers."""
+    return max((_f1_one(pred, g) for g in _golds(golds)), default=0.0)
+
+
+def train_reward(response: str, golds: str | Iterable[str]) -> float:
+    """Strict GRPO reward: 1.0 iff the boxed answer exact-matches a gold answer."""
+    boxed = extract_boxed(response)
+    if boxed is None:
+        return 0.0
+    return exact_match(boxed, golds)
