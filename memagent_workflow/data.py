@@ -1,0 +1,475 @@
+"""Loading, validating and writing MemAgent QA data.
+
+Every dataset the project trains or evaluates on is reduced to one JSONL row shape::
+
+    {"id": str, "question": str, "context": str, "answers": [str, ...]}
+
+Accepted input rows (parquet, JSONL, or a JSON list):
+
+* the MemAgent HotpotQA parquet rows (``prompt[0].content``, ``context``,
+  ``reward_model.ground_truth``, ``extra_info.index``);
+* the RULER-HQA eval rows (``input``, ``context``, ``answers``, ``index``);
+* rows already in the shape above.
+
+Bad rows raise :class:`DataError`, whose message names the file, the row and
+the field. This module imports only the standard library at import time (pyarrow
+and huggingface_hub are imported where they are used), so scripts stay fast.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: File extensions understood by :func:`load_rows`.
+SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json")
+
+
+class DataError(ValueError):
+    """A data file or row that cannot be used; the message says where and why."""
+
+
+class HubError(RuntimeError):
+    """The Hugging Face hub could not be reached or did not have the files."""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_rows(path: str | os.PathLike) -> Iterator[tuple[str, dict]]:
+    """Yield ``(row_label, row)`` for every row of a parquet, JSONL or JSON file.
+
+    Labels say how rows are counted: ``"line 17"`` (1-based line of a JSONL
+    file), ``"row 16 (0-based)"`` (parquet row index) or ``"item 16 (0-based)"``
+    (position in a JSON list). Rows are read lazily, so large files stream.
+    """
+    path = Path(path)
+    if path.suffix not in SUPPORTED_SUFFIXES:
+        raise DataError(
+            f"{path}: unsupported file type {path.suffix!r}; "
+            f"expected one of {', '.join(SUPPORTED_SUFFIXES)}"
+        )
+    if not path.is_file():
+        raise DataError(f"{path}: file not found")
+    if path.suffix == ".parquet":
+        yield from _load_parquet(path)
+    elif path.suffix == ".json" and _starts_with_bracket(path):
+        yield from _load_json_list(path)
+    else:
+        yield from _load_jsonl(path)
+
+
+def _starts_with_bracket(path: Path) -> bool:
+    with path.open(encoding="utf-8") as f:
+        while chunk := f.read(4096):
+            stripped = chunk.lstrip()
+            if stripped:
+                return stripped.startswith("[")
+    return False
+
+
+def _load_parquet(path: Path) -> Iterator[tuple[str, dict]]:
+    import pyarrow.parquet as pq
+
+    try:
+        batches = pq.ParquetFile(path).iter_batches(batch_size=64)
+        index = 0
+        for batch in batches:
+            for row in batch.to_pylist():
+                yield f"row {index} (0-based)", row
+                index += 1
+    except (OSError, ValueError) as exc:  # pyarrow raises ArrowInvalid(ValueError)
+        raise DataError(f"{path}: cannot read parquet: {exc}") from exc
+
+
+def _load_jsonl(path: Path) -> Iterator[tuple[str, dict]]:
+    with path.open(encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            label = f"line {lineno}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}: {label}: invalid JSON: {exc}") from exc
+            if not isinstance(row, dict):
+                raise DataError(
+                    f"{path}: {label}: expected a JSON object, got {type(row).__name__}"
+                )
+            yield label, row
+
+
+def _load_json_list(path: Path) -> Iterator[tuple[str, dict]]:
+    with path.open(encoding="utf-8") as f:
+        try:
+            rows = json.load(f)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: invalid JSON: {exc}") from exc
+    for index, row in enumerate(rows):
+        label = f"item {index} (0-based)"
+        if not isinstance(row, dict):
+            raise DataError(
+                f"{path}: {label}: expected a JSON object, got {type(row).__name__}"
+            )
+        yield label, row
+
+
+# ------------------------------------------------------------------------ conversion
+
+
+def _lookup(row: dict, dotted: str) -> Any:
+    """``row["a"]["b"]`` for ``"a.b"``; None when any level is absent."""
+    value: Any = row
+    for key in dotted.split("."):
+        if not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _first_present(row: dict, fields: tuple[str, ...]) -> tuple[str | None, Any]:
+    """The first of ``fields`` that is present and not None, with its value."""
+    for field in fields:
+        value = _lookup(row, field)
+        if value is not None:
+            return field, value
+    return None, None
+
+
+class _BadField(Exception):
+    """One row's problem; :func:`iter_converted` adds the file and row."""
+
+    def __init__(self, fields: tuple[str, ...], problem: str):
+        super().__init__(problem)
+        self.fields, self.problem = fields, problem
+
+
+def _question(row: dict) -> str:
+    field, value = _first_present(row, ("question", "input"))
+    if field is None:
+        field, prompt = "prompt[0].content", row.get("prompt")
+        if prompt is None:
+            raise _BadField(("question", "input", "prompt[0].content"), "missing")
+        if (
+            not isinstance(prompt, list)
+            or not prompt
+            or not isinstance(prompt[0], dict)
+        ):
+            raise _BadField(
+                ("prompt",), f"expected a list of messages, got {_show(prompt)}"
+            )
+        value = prompt[0].get("content")
+    if not isinstance(value, str):
+        raise _BadField((field,), f"expected a string, got {_show(value)}")
+    if not value.strip():
+        raise _BadField((field,), f"empty question: {value!r}")
+    return value
+
+
+def _context(row: dict) -> str:
+    value = row.get("context")
+    if value is None:
+        raise _BadField(("context",), "missing")
+    if not isinstance(value, str):
+        hint = (
+            " (index-only eval rows need their text rebuilt)"
+            if isinstance(value, list)
+            else ""
+        )
+        raise _BadField(("context",), f"expected a string, got {_show(value)}{hint}")
+    if not value.strip():
+        raise _BadField(("context",), f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _answers(row: dict) -> list[str]:
+    field, value = _first_present(row, ("answers", "reward_model.ground_truth"))
+    if field is None:
+        raise _BadField(("answers", "reward_model.ground_truth"), "missing")
+    if isinstance(value, str):
+        value = [value]
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(a, str) and a.strip() for a in value)
+    ):
+        raise _BadField(
+            (field,),
+            f"expected a non-empty list of non-empty strings, got {_show(value)}",
+        )
+    return list(value)
+
+
+def _row_id(row: dict, position: int) -> tuple[str, str]:
+    """Return ``(id, field it came from)``; falls back to the row's position."""
+    field, value = _first_present(row, ("id", "_id", "extra_info.index", "index"))
+    if field is None:
+        return str(position), "row number"
+    if isinstance(value, bool) or not isinstance(value, str | int) or value == "":
+        raise _BadField(
+            (field,), f"expected a non-empty string or an integer, got {_show(value)}"
+        )
+    return str(value), field
+
+
+def _show(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def iter_converted(
+    rows: Iterable[dict | tuple[str, dict]],
+    source: str,
+    seen: dict[str, str] | None = None,
+) -> Iterator[dict]:
+    """Validate and convert rows lazily; see :func:`convert_rows`.
+
+    ``seen`` maps ids to where they were first used; pass the same dict to
+    several calls to reject duplicate ids across files.
+    """
+    seen = {} if seen is None else seen
+    for position, item in enumerate(rows):
+        label, row = (
+            item if isinstance(item, tuple) else (f"row {position} (0-based)", item)
+        )
+        where = f"{source}: {label}"
+        if not isinstance(row, dict):
+            raise DataError(f"{where}: expected a mapping, got {type(row).__name__}")
+        try:
+            question, context, answers = _question(row), _context(row), _answers(row)
+            row_id, id_field = _row_id(row, position)
+            if row_id in seen:
+                raise _BadField(
+                    (id_field,),
+                    f"duplicate id {row_id!r} (first used at {seen[row_id]})",
+                )
+        except _BadField as bad:
+            fields = " or ".join(repr(f) for f in bad.fields)
+            raise DataError(f"{where}: field {fields}: {bad.problem}") from None
+        seen[row_id] = where
+        yield {
+            "id": row_id,
+            "question": question,
+            "context": context,
+            "answers": answers,
+        }
+
+
+def convert_rows(rows: Iterable[dict | tuple[str, dict]], source: str) -> list[dict]:
+    """Convert rows to ``{"id", "question", "context", "answers"}`` dicts.
+
+    ``rows`` holds plain dicts (labelled by 0-based position) or the
+    ``(label, row)`` pairs :func:`load_rows` yields. ``source`` names the
+    data in error messages (normally the file path). Raises :class:`DataError`
+    on the first bad row, and on duplicate ids.
+    """
+    return list(iter_converted(rows, source))
+
+
+def convert_file(path: str | os.PathLike, limit: int | None = None) -> list[dict]:
+    """Load, validate and convert the first ``limit`` rows (all when None) of a file."""
+    return list(iter_converted(itertools.islice(load_rows(path), limit), str(path)))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def write_jsonl_atomic(rows: Iterable[dict], path: str | os.PathLike) -> int:
+    """Write rows as JSONL, replacing ``path`` only if every row was written.
+
+    Rows go to a temporary file next to ``path`` that is renamed over it at
+    the end (``os.replace``). If ``rows`` raises (e.g. a lazy conversion hits a
+    bad row), the temporary file is removed and an existing ``path`` is left
+    untouched. Returns the number of rows written.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(
+        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
+    )
+    count = 0
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return count
+
+
+# ------------------------------------------------------------------------ HF hub
+
+
+def select_hub_files(names: Iterable[str], split: str) -> list[str]:
+    """Hub files (any folder) whose file name contains ``split`` and that we can read."""
+    return sorted(
+        name
+        for name in names
+        if split in name.rsplit("/", 1)[-1] and name.endswith(SUPPORTED_SUFFIXES)
+    )
+
+
+def fetch_hub_files(repo_id: str, split: str) -> list[Path]:
+    """Download the dataset files of ``repo_id`` whose name contains ``split``.
+
+    All hub traffic of this module is here (tests replace this function).
+    Raises :class:`HubError` with the cause when the hub cannot be used.
+    """
+    from huggingface_hub import HfApi, hf_hub_download
+
+    try:
+        names = HfApi().list_repo_files(repo_id, repo_type="dataset")
+        chosen = select_hub_files(names, split)
+        if not chosen:
+            raise HubError(
+                f"dataset {repo_id!r} has no .parquet/.jsonl/.json file whose name "
+                f"contains {split!r}; files: {', '.join(sorted(names)) or '(none)'}"
+            )
+        return [
+            Path(hf_hub_download(repo_id, name, repo_type="dataset")) for name in chosen
+        ]
+    except HubError:
+        raise
+    except Exception as exc:  # httpx / HfHubHTTPError / offline mode / disk errors
+        raise HubError(
+            f"could not download {split!r} files of dataset {repo_id!r} from the "
+            f"Hugging Face hub ({type(exc).__name__}: {exc}). Check the network, "
+            "HF_ENDPOINT and HF_TOKEN, or download the file yourself and use --input."
+        ) from exc
+
+
+# ------------------------------------------------------------------ synthetic data
+
+_FIRST = tuple(
+    "Alvar Brisa Corvin Delphine Edrik Fenna Galen Hesper Isolde Jorund Kaela Lysander Mirela Nestor Oriel Perrin Quilla Rodric Sabine Tamsin Ulric Vesna Wendel Ysolde".split()
+)
+_LAST = tuple(
+    "Ashgrove Brackwell Corwen Dunmore Elsworth Farrow Gallard Holloway Ivesdale Jessop Kettering Lockhart Marlowe Northam Oakshott Pendry Quarrington Ravensby Sallow Thistlewood".split()
+)
+_CITY_HEAD = tuple(
+    "Ash Bel Cor Dun Elm Fen Gal Hol Ister Kel Lor Mar Nor Ost Pel Ros Sil Tor Val Wyn".split()
+)
+_CITY_TAIL = tuple("ford haven mere port wick dale gate holm".split())
+_COUNTRIES = tuple(
+    "Valdoria Kestria Ombrevia Tharsland Quenmark Zelandor Morwenia Idrisia Calderon Norvania Pellucia Severin".split()
+)
+_COMPANY_HEAD = tuple(
+    "Amber Cobalt Silverline Granite Lantern Meridian Northwind Obsidian Tidewater Vireo".split()
+)
+_COMPANY_TAIL = tuple(
+    "Works Laboratories Foundry Mills Press Shipping Textiles Instruments".split()
+)
+_JOBS = tuple(
+    "painter engineer composer cartographer botanist architect novelist physician astronomer sculptor".split()
+)
+_GOODS = tuple("glassware clocks maps rope lenses paper bicycles tea".split())
+_SIGHTS = (
+    "its lighthouse",
+    "a stone bridge",
+    "its spring fair",
+    "a covered market",
+    "an old observatory",
+    "its salt marshes",
+)
+
+_PEOPLE = tuple(f"{a} {b}" for a in _FIRST for b in _LAST)
+_CITIES = tuple(a + b for a in _CITY_HEAD for b in _CITY_TAIL)
+_COMPANIES = tuple(f"{a} {b}" for a in _COMPANY_HEAD for b in _COMPANY_TAIL)
+_ENTITIES = {"person": _PEOPLE, "city": _CITIES, "company": _COMPANIES}
+
+
+def _person_doc(rng: random.Random, person: str, city: str, year: int) -> str:
+    job = rng.choice(_JOBS)
+    article = "an" if job[0] in "aeiou" else "a"
+    return (
+        f"{person} is {article} {job} who was born in {city} in {year}. "
+        f"{person.split()[0]} later moved abroad and worked there for many years."
+    )
+
+
+def _city_doc(rng: random.Random, city: str, country: str) -> str:
+    return (
+        f"{city} is a town in {country}. It is known for {rng.choice(_SIGHTS)} "
+        f"and has about {rng.randrange(2, 90) * 1000} inhabitants."
+    )
+
+
+def _company_doc(rng: random.Random, company: str, founder: str, founded: int) -> str:
+    return (
+        f"{company} is a maker of {rng.choice(_GOODS)} founded by {founder}. "
+        f"It opened its first workshop in {founded}."
+    )
+
+
+def _distractor(rng: random.Random, kind: str, title: str) -> str:
+    if kind == "person":
+        return _person_doc(rng, title, rng.choice(_CITIES), rng.randrange(1800, 1980))
+    if kind == "city":
+        return _city_doc(rng, title, rng.choice(_COUNTRIES))
+    return _company_doc(rng, title, rng.choice(_PEOPLE), rng.randrange(1830, 2010))
+
+
+def _synthetic_sample(rng: random.Random, sample_id: str, num_docs: int) -> dict:
+    person, city = rng.choice(_PEOPLE), rng.choice(_CITIES)
+    country, year = rng.choice(_COUNTRIES), rng.randrange(1800, 1980)
+    kind = rng.choice(("birthplace_country", "founder_year", "founder_birthplace"))
+    docs = [(person, _person_doc(rng, person, city, year))]
+    if kind == "birthplace_country":
+        docs.append((city, _city_doc(rng, city, country)))
+        question, answer = f"In which country is the birthplace of {person}?", country
+    else:
+        company = rng.choice(_COMPANIES)
+        founded = year + rng.randrange(20, 50)
+        docs.append((company, _company_doc(rng, company, person, founded)))
+        if kind == "founder_year":
+            question = f"In what year was the founder of {company} born?"
+            answer = str(year)
+        else:
+            question = f"In which town was the founder of {company} born?"
+            answer = city
+    # Distractors are about other people, towns and companies, so none of them
+    # contradicts the two gold documents.
+    gold = {title for title, _ in docs}
+    pool = [(k, t) for k, ts in _ENTITIES.items() for t in ts if t not in gold]
+    for entity_kind, title in rng.sample(pool, num_docs - len(docs)):
+        docs.append((title, _distractor(rng, entity_kind, title)))
+    rng.shuffle(docs)
+    context = "\n\n".join(
+        f"Document {i}:\n{title}\n{text}"
+        for i, (title, text) in enumerate(docs, start=1)
+    )
+    return {
+        "id": sample_id,
+        "question": question,
+        "context": context,
+        "answers": [answer],
+    }
+
+
+def make_synthetic(n: int, seed: int, num_docs: int = 20) -> list[dict]:
+    """``n`` HotpotQA-shaped two-hop samples, a pure function of ``(n, seed, num_docs)``.
+
+    Each context holds two gold documents (e.g. "X was born in town T" and
+    "T is a town in country C" for "In which country is the birthplace of X?")
+    among ``num_docs - 2`` distractors about other made-up people, towns and
+    companies, shuffled and formatted like the MemAgent data
+    ("Document i:\\ntitle\\nparagraph", blank-line separated).
+    """
+    max_docs = sum(len(titles) for titles in _ENTITIES.values()) - 2
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if not 2 <= num_docs <= max_docs:
+        raise ValueError(f"num_docs must be in [2, {max_docs}], got {num_docs}")
+    rng = random.Random(seed)
+    return [_synthetic_sample(rng, f"synthetic-{seed}-{i}", num_docs) for i in range(n)]

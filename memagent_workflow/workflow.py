@@ -1,0 +1,299 @@
+"""MemAgent as an AReaL rollout workflow.
+
+One task = one question = one GRPO group. The document is tokenised once and
+cut into chunks; ``group_size`` episodes then run concurrently. An episode
+reads the chunks in order, each turn overwriting a bounded memory, and finally
+answers from the memory alone. Every model call is its own training row, and
+every row of an episode carries that episode's group advantage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+from areal import workflow_context
+from areal.api import InferenceEngine, ModelRequest, RolloutWorkflow
+from areal.api.cli_args import GenerationHyperparameters
+from areal.utils import logging, stats_tracker
+from transformers import PreTrainedTokenizerFast
+
+from .advantage import group_advantages
+from .chunking import chunk_views
+from .context import aencode_context
+from .prompts import PromptTemplate, final_answer_template, memory_update_template
+from .reward import exact_match, extract_boxed, f1, sub_em, train_reward
+from .rows import Turn, pad_rows
+
+logger = logging.getLogger("MemAgentWorkflow")
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
+    """AReaL's tokenizer loader, cached: workers rebuild the workflow per task."""
+    from areal.utils.hf_utils import load_hf_tokenizer
+
+    return load_hf_tokenizer(path)
+
+
+@dataclass
+class Document:
+    """A question with its tokenised, chunked context and its two prompts."""
+
+    id: str
+    question: str
+    answers: list[str]
+    chunks: list[np.ndarray]
+    context_tokens: int
+    truncated_tokens: int
+    memory_prompt: PromptTemplate
+    final_prompt: PromptTemplate
+
+
+@dataclass
+class Episode:
+    """What one pass over the document produced.
+
+    Only running sums grow with the number of turns; the turns themselves are
+    kept only when they are needed as training rows.
+    """
+
+    turns: list[Turn] = field(default_factory=list)
+    answer: str = ""
+    final_stop_reason: str = ""
+    memory_turns: int = 0
+    memory_tokens: int = 0
+    memory_hit_limit: int = 0
+    memory_empty: int = 0
+    output_tokens: int = 0
+    latency: float = 0.0
+
+
+def parse_item(data: dict[str, Any]) -> tuple[str, str, str, list[str]]:
+    """``(id, question, context, answers)`` of a data item, or a clear error."""
+    item_id = str(data.get("id", "<no id>"))
+
+    def bad(name: str, why: str) -> ValueError:
+        return ValueError(f"data item {item_id}: field '{name}': {why}")
+
+    question, context, answers = (
+        data.get(k) for k in ("question", "context", "answers")
+    )
+    if not isinstance(question, str) or not question.strip():
+        raise bad("question", f"expected a non-empty string, got {question!r:.80}")
+    if not isinstance(context, str):
+        raise bad("context", f"expected a string, got {type(context).__name__}")
+    if isinstance(answers, str):
+        answers = [answers]
+    if (
+        not isinstance(answers, list | tuple)
+        or not answers
+        or not all(isinstance(a, str) for a in answers)
+    ):
+        raise bad(
+            "answers", f"expected a non-empty list of strings, got {answers!r:.80}"
+        )
+    return item_id, question, context, list(answers)
+
+
+class MemAgentWorkflow(RolloutWorkflow):
+    """Chunk-by-chunk memory overwrite, then an answer from memory alone."""
+
+    def __init__(
+        self,
+        gconfig: GenerationHyperparameters,
+        tokenizer: str | PreTrainedTokenizerFast,
+        chunk_tokens: int = 5000,
+        max_memory_tokens: int = 1024,
+        max_final_tokens: int = 1024,
+        max_chunks: int | None = None,
+        group_size: int = 16,
+        adv_std_norm: bool = False,
+        train_final_turn: bool = True,
+        initial_memory: str = "No previous memory",
+    ):
+        if isinstance(tokenizer, str):
+            tokenizer = load_tokenizer(tokenizer)
+        for name, value in [
+            ("chunk_tokens", chunk_tokens),
+            ("max_memory_tokens", max_memory_tokens),
+            ("max_final_tokens", max_final_tokens),
+            ("group_size", group_size),
+        ]:
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        if max_chunks is not None and max_chunks < 1:
+            raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
+        self.tokenizer = tokenizer
+        self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
+        self.chunk_tokens = chunk_tokens
+        self.max_chunks = max_chunks
+        self.group_size = group_size
+        self.adv_std_norm = adv_std_norm
+        self.train_final_turn = train_final_turn
+        self.memory_gconfig = self.gconfig.new(
+            n_samples=1, max_new_tokens=max_memory_tokens
+        )
+        self.final_gconfig = self.gconfig.new(
+            n_samples=1, max_new_tokens=max_final_tokens
+        )
+        self.initial_memory = tokenizer.encode(initial_memory, add_special_tokens=False)
+        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
+        self.vocab_limit = len(tokenizer)
+
+    # ------------------------------------------------------------------ the task
+    async def arun_episode(
+        self, engine: InferenceEngine, data: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Run one GRPO group over one question and return its training rows."""
+        doc = await self.read_document(data)
+        results = await asyncio.gather(
+            *(self.run_episode(engine, doc) for _ in range(self.group_size)),
+            return_exceptions=True,
+        )
+        episodes = [r for r in results if isinstance(r, Episode)]
+        for err in (r for r in results if isinstance(r, BaseException)):
+            logger.warning(f"episode of item {doc.id} failed: {err!r}")
+        if not episodes:
+            logger.warning(f"item {doc.id}: every episode failed; group rejected")
+            return None
+
+        rewards = [train_reward(e.answer, doc.answers) for e in episodes]
+        advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
+        self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
+
+        turns = [t for e in episodes for t in e.turns]
+        row_advantages = [
+            a for e, a in zip(episodes, advantages, strict=True) for _ in e.turns
+        ]
+        return pad_rows(turns, row_advantages)
+
+    async def read_document(self, data: dict[str, Any]) -> Document:
+        """Tokenise the context once (off the event loop) and cut it into chunks."""
+        item_id, question, context, answers = parse_item(data)
+        ids = await aencode_context(self.tokenizer, context)
+        chunks, truncated = chunk_views(ids, self.chunk_tokens, self.max_chunks)
+        return Document(
+            id=item_id,
+            question=question,
+            answers=answers,
+            chunks=chunks,
+            context_tokens=len(ids),
+            truncated_tokens=truncated,
+            memory_prompt=memory_update_template(self.tokenizer, question),
+            final_prompt=final_answer_template(self.tokenizer, question),
+        )
+
+    # --------------------------------------------------------------- one episode
+    async def run_episode(
+        self, engine: InferenceEngine, doc: Document, keep_turns: bool = True
+    ) -> Episode:
+        """Read every chunk into memory, then answer from the memory alone."""
+        ep = Episode()
+        rid = uuid.uuid4().hex  # one rid: every turn of the episode on one server
+        memory = self.initial_memory
+        for chunk in doc.chunks:
+            prompt = doc.memory_prompt.build(memory, chunk)
+            turn = await self.generate(engine, rid, prompt, self.memory_gconfig)
+            memory = self.next_memory(turn, ep)
+            self.account(ep, turn, keep_turns)
+        prompt = doc.final_prompt.build(memory)
+        turn = await self.generate(
+            engine, rid, prompt, self.final_gconfig, trainable=self.train_final_turn
+        )
+        self.account(ep, turn, keep_turns)
+        ep.answer = self.tokenizer.decode(
+            self.strip_stop(turn.output_ids), skip_special_tokens=True
+        )
+        ep.final_stop_reason = turn.stop_reason
+        return ep
+
+    async def generate(
+        self,
+        engine: InferenceEngine,
+        rid: str,
+        prompt: list[int],
+        gconfig: GenerationHyperparameters,
+        trainable: bool = True,
+    ) -> Turn:
+        """One model call; refuses rather than lets the engine shorten the turn."""
+        if len(prompt) + gconfig.max_new_tokens > gconfig.max_tokens:
+            raise ValueError(
+                f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
+                f"tokens exceeds gconfig.max_tokens={gconfig.max_tokens}; raise "
+                "gconfig.max_tokens (and the server's context length) or lower "
+                "memagent.chunk_tokens"
+            )
+        req = ModelRequest(
+            rid=rid, input_ids=prompt, gconfig=gconfig, tokenizer=self.tokenizer
+        )
+        resp = await engine.agenerate(req)
+        return Turn.from_response(prompt, resp, trainable=trainable)
+
+    def next_memory(self, turn: Turn, ep: Episode) -> np.ndarray:
+        """The memory for the next turn: exactly the tokens just generated.
+
+        A memory cut off by the token limit is kept as it is (as the original
+        MemAgent does). Stop tokens are dropped; ids outside the tokenizer's
+        vocabulary (possible with padded embedding tables) are dropped too, so
+        they never reach a prompt. An empty memory falls back to the initial
+        memory text, so the next prompt still reads as intended.
+        """
+        memory = self.strip_stop(turn.output_ids)
+        memory = memory[memory < self.vocab_limit]
+        ep.memory_turns += 1
+        ep.memory_tokens += len(memory)
+        ep.memory_hit_limit += int(turn.stop_reason == "length")
+        if len(memory) == 0:
+            ep.memory_empty += 1
+            return np.asarray(self.initial_memory, dtype=np.int32)
+        return memory
+
+    def strip_stop(self, ids: np.ndarray) -> np.ndarray:
+        end = len(ids)
+        while end > 0 and int(ids[end - 1]) in self.stop_ids:
+            end -= 1
+        return ids[:end]
+
+    @staticmethod
+    def account(ep: Episode, turn: Turn, keep_turns: bool) -> None:
+        ep.output_tokens += len(turn.output_ids)
+        ep.latency += turn.latency
+        if keep_turns:
+            ep.turns.append(turn)
+
+    # ------------------------------------------------------------------ metrics
+    def log_group(
+        self, doc: Document, episodes: list[Episode], rewards: list[float], failed: int
+    ) -> None:
+        """Per-group metrics under the workflow's stat scope (rollout/eval-rollout)."""
+        tracker = stats_tracker.get(workflow_context.stat_scope())
+        n_calls = sum(e.memory_turns + 1 for e in episodes)
+        memory_turns = sum(e.memory_turns for e in episodes)
+        boxed = [extract_boxed(e.answer) for e in episodes]
+        preds = [b or "" for b in boxed]
+        stats = {
+            "reward": float(np.mean(rewards)),
+            "n_chunks": len(doc.chunks),
+            "context_tokens": doc.context_tokens,
+            "truncated_context_tokens": doc.truncated_tokens,
+            "final_boxed": np.mean([b is not None for b in boxed]),
+            "sub_em": np.mean([sub_em(p, doc.answers) for p in preds]),
+            "em": np.mean([exact_match(p, doc.answers) for p in preds]),
+            "f1": np.mean([f1(p, doc.answers) for p in preds]),
+            "turn_latency_s": sum(e.latency for e in episodes) / n_calls,
+            "episodes_failed": failed,
+        }
+        if memory_turns:
+            stats["memory_tokens"] = (
+                sum(e.memory_tokens for e in episodes) / memory_turns
+            )
+            stats["memory_hit_limit"] = (
+                sum(e.memory_hit_limit for e in episodes) / memory_turns
+            )
+            stats["memory_empty"] = sum(e.memory_empty for e in episodes) / memory_turns
+        tracker.scalar(**{f"memagent/{k}": float(v) for k, v in stats.items()})
