@@ -3,8 +3,8 @@
 from pathlib import Path
 
 import pytest
-
 from areal.api.cli_args import load_expr_config
+
 from memagent_workflow.config import MemAgentGRPOConfig, workflow_kwargs
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,11 +4,11 @@ import asyncio
 
 import pytest
 import torch
-from fakes import FakeEngine
-
 from areal.api.cli_args import GenerationHyperparameters
 from areal.infra.workflow_executor import check_trajectory_format
 from areal.utils import stats_tracker
+from fakes import FakeEngine
+
 from memagent_workflow.workflow import MemAgentWorkflow
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(60))
