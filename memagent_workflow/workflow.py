@@ -71,6 +71,7 @@ class Episode:
     memory_empty: int = 0
     output_tokens: int = 0
     latency: float = 0.0
+    oldest_version: int | None = None  # oldest policy version that wrote a token
 
 
 def parse_item(data: dict[str, Any]) -> tuple[str, str, str, list[str]]:
@@ -263,6 +264,10 @@ class MemAgentWorkflow(RolloutWorkflow):
     def account(ep: Episode, turn: Turn, keep_turns: bool) -> None:
         ep.output_tokens += len(turn.output_ids)
         ep.latency += turn.latency
+        if len(turn.versions):
+            oldest = int(turn.versions.min())
+            if ep.oldest_version is None or oldest < ep.oldest_version:
+                ep.oldest_version = oldest
         if keep_turns:
             ep.turns.append(turn)
 
@@ -287,7 +292,11 @@ class MemAgentWorkflow(RolloutWorkflow):
             "f1": np.mean([f1(p, doc.answers) for p in preds]),
             "turn_latency_s": sum(e.latency for e in episodes) / n_calls,
             "episodes_failed": failed,
+            "rows": sum(len(e.turns) for e in episodes),
         }
+        versions = [e.oldest_version for e in episodes if e.oldest_version is not None]
+        if versions:
+            stats["oldest_version"] = min(versions)
         if memory_turns:
             stats["memory_tokens"] = (
                 sum(e.memory_tokens for e in episodes) / memory_turns

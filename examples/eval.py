@@ -1,0 +1,385 @@
+"""RULER-HQA evaluation of a MemAgent model, one episode per question, resumable.
+
+AReaL launches SGLang (single controller; the model is ``actor.path``):
+    python3 examples/eval.py --config config_eval.yaml scheduler.type=local \\
+        rollout.backend=sglang:d1 actor.path=Qwen/Qwen2.5-7B-Instruct
+Servers already running (one ``host:port`` per server):
+    AREAL_LLM_SERVER_ADDRS=10.0.0.1:30000,10.0.0.2:30000 \\
+        python3 examples/eval.py --config config_eval.yaml actor.path=CKPT_DIR
+CPU stand-in with a tiny random model (a smoke run, not a result):
+    uv run python examples/eval.py --config config_eval_cpu.yaml \\
+        eval.data_root=DIR eval.lengths=[50] eval.output_dir=OUT
+
+Writes ``length_{N}.jsonl`` (one line per finished sample, appended and fsync'ed),
+``timing.jsonl``, ``summary.json``, ``results.md`` and ``accuracy.png`` under
+``eval.output_dir``. A rerun skips scored samples and retries failed ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from areal.api.cli_args import load_expr_config
+from areal.utils import logging
+from tqdm import tqdm
+
+from memagent_workflow import eval_data, report, results
+from memagent_workflow.config import workflow_kwargs
+from memagent_workflow.eval_config import MemAgentEvalConfig
+
+logger = logging.getLogger("MemAgentEval")
+
+WORKFLOW = "memagent_workflow.eval_workflow.MemAgentEvalWorkflow"
+RUN_CONFIG = "run_config.json"
+
+
+class EvalRefused(SystemExit):
+    """A run that would silently change the protocol or mix results; exits 2."""
+
+    def __init__(self, message: str):
+        logger.error(message)
+        super().__init__(2)
+
+
+# ------------------------------------------------------------------ checks
+
+
+def run_config(config: MemAgentEvalConfig) -> dict[str, Any]:
+    """What must not change between a run and its resumption."""
+    g = config.gconfig
+    return {
+        "model": config.actor.path,
+        "tokenizer": config.tokenizer_path,
+        "memagent": {
+            k: v
+            for k, v in asdict(config.memagent).items()
+            if k not in ("group_size", "adv_std_norm", "train_final_turn")
+        },
+        "sampling": {
+            "temperature": g.temperature,
+            "top_p": g.top_p,
+            "greedy": g.greedy,
+        },
+    }
+
+
+def prepare_output(config: MemAgentEvalConfig) -> Path:
+    """Create ``output_dir``; refuse to resume into results of another setup."""
+    out = Path(config.eval.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / RUN_CONFIG
+    current = run_config(config)
+    if config.eval.resume and path.is_file():
+        import json
+
+        previous = json.loads(path.read_text(encoding="utf-8"))
+        if previous != current and results.present_lengths(out):
+            raise EvalRefused(
+                f"{out} holds results of a different setup ({path}: {previous}; now: "
+                f"{current}). Use another eval.output_dir, or eval.resume=false to "
+                "move the old results aside."
+            )
+    if not config.eval.resume:
+        for n in config.eval.lengths:
+            old = results.results_path(out, n)
+            if old.exists():
+                shutil.move(old, old.with_suffix(".jsonl.bak"))
+                logger.warning(f"eval.resume=false: moved {old} to *.bak")
+        (out / results.TIMING_FILE).unlink(missing_ok=True)
+    results.write_json_atomic(path, current)
+    return out
+
+
+def write_synthetic_files(config: MemAgentEvalConfig) -> None:
+    """CPU runs: synthetic ``eval_{N}.json`` where missing (never a real result)."""
+    from memagent_workflow.data import make_synthetic
+
+    ev = config.eval
+    for n in ev.lengths:
+        path = eval_data.eval_file(ev.data_root, n)
+        if path.is_file():
+            continue
+        try:
+            samples = make_synthetic(
+                ev.synthetic_samples, seed=config.standin.seed + n, num_docs=n
+            )
+        except ValueError as exc:
+            raise EvalRefused(f"cannot write synthetic eval_{n}.json: {exc}") from exc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        results.write_json_atomic(path, samples)
+        logger.warning(
+            f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
+        )
+
+
+def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
+    """Validate every eval file before anything runs; ``{N: {id: answers}}``.
+
+    With ``memagent.max_chunks`` set, a sample that would need more chunks is
+    refused here: evaluation never cuts a document.
+    """
+    ev, mem = config.eval, config.memagent
+    missing = [
+        n for n in ev.lengths if not eval_data.eval_file(ev.data_root, n).is_file()
+    ]
+    if missing:
+        raise EvalRefused(
+            f"no eval file for N={missing} under {ev.data_root} "
+            "(examples/prepare_eval_data.py downloads or builds them)"
+        )
+    cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
+    tokenizer = None
+    out: dict[int, dict[str, list[str]]] = {}
+    for n in ev.lengths:
+        path = eval_data.eval_file(ev.data_root, n)
+        try:
+            samples = {}
+            for s in eval_data.iter_eval_file(path):
+                samples[s["id"]] = s["answers"]
+                # A context of at most `cap` UTF-8 bytes has at most `cap` tokens.
+                if cap is None or len(s["context"].encode("utf-8")) <= cap:
+                    continue
+                if tokenizer is None:
+                    from memagent_workflow.workflow import load_tokenizer
+
+                    tokenizer = load_tokenizer(config.tokenizer_path)
+                from memagent_workflow.context import encode_context
+
+                tokens = len(encode_context(tokenizer, s["context"]))
+                if tokens > cap:
+                    raise EvalRefused(
+                        f"{path}: sample {s['id']!r} has {tokens} context tokens, "
+                        f"{-(-tokens // mem.chunk_tokens)} chunks of "
+                        f"{mem.chunk_tokens}, more than memagent.max_chunks="
+                        f"{mem.max_chunks}. Evaluation never cuts a document: set "
+                        "memagent.max_chunks=null (the original protocol)."
+                    )
+        except eval_data.EvalDataError as exc:
+            raise EvalRefused(str(exc)) from exc
+        out[n] = samples
+    return out
+
+
+# ------------------------------------------------------------------ engines
+
+
+@contextlib.contextmanager
+def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
+    """SGLang launched by AReaL, servers in AREAL_LLM_SERVER_ADDRS, or the stand-in."""
+    from areal.engine import RemoteSGLangEngine
+
+    ev, rollout = config.eval, config.rollout
+    rollout.max_head_offpolicyness = int(1e12)  # weights never change here
+    rollout.max_concurrent_rollouts = ev.concurrency
+    rollout.consumer_batch_size = ev.concurrency
+    rollout.check_trajectory_format = False  # the workflow returns plain records
+    with contextlib.ExitStack() as stack:
+        if config.scheduler.type is not None:
+            engine = launch_sglang(config)
+        else:
+            if config.standin.enabled:
+                addrs = [stack.enter_context(standin_server(config))]
+            else:
+                addrs = [
+                    a
+                    for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",")
+                    if a
+                ]
+            if not addrs:
+                raise EvalRefused(
+                    "no inference engine: set scheduler.type=local (AReaL launches "
+                    "SGLang), or AREAL_LLM_SERVER_ADDRS=host:port[,host:port...] for "
+                    "running servers, or standin.enabled=true (CPU stand-in)"
+                )
+            engine = RemoteSGLangEngine(rollout)
+            engine.initialize(addr=addrs, train_data_parallel_size=1)
+        stack.callback(engine.destroy)
+        yield engine
+
+
+def launch_sglang(config: MemAgentEvalConfig) -> Any:
+    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``."""
+    from areal.api.alloc_mode import ModelAllocation
+    from areal.api.cli_args import SGLangConfig
+    from areal.engine import RemoteSGLangEngine
+    from areal.infra import LocalScheduler, RayScheduler, SlurmScheduler
+
+    kinds = {"local": LocalScheduler, "ray": RayScheduler, "slurm": SlurmScheduler}
+    if config.scheduler.type not in kinds:
+        raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
+    alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")
+    if alloc.backend != "sglang":
+        raise EvalRefused(
+            f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
+        )
+    scheduler = kinds[config.scheduler.type](exp_config=config)
+    server_args = SGLangConfig.build_args(
+        sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
+    )
+    engine = RemoteSGLangEngine.as_controller(config.rollout, scheduler)
+    engine.initialize(role="eval-rollout", server_args=server_args)
+    return engine
+
+
+@contextlib.contextmanager
+def standin_server(config: MemAgentEvalConfig) -> Iterator[str]:
+    """Build the tiny model at ``actor.path`` if needed and serve it on CPU."""
+    from memagent_workflow.local_launch import start_local_server
+    from memagent_workflow.tiny import build_tiny_model
+
+    cfg = config.standin
+    build_tiny_model(config.actor.path, seed=cfg.seed)
+    log_file = Path(config.eval.output_dir) / "standin_server.log"
+    server = start_local_server(
+        config.actor.path, port=cfg.port or None, seed=cfg.seed, log_file=log_file
+    )
+    logger.info(
+        f"CPU stand-in server (tiny random model, not a result) at {server.addr}"
+    )
+    try:
+        yield server.addr
+    finally:
+        server.stop()
+
+
+# ------------------------------------------------------------------ the run
+
+
+def run_length(
+    engine: Any, config: MemAgentEvalConfig, n: int, answers: dict[str, list[str]]
+) -> None:
+    """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
+    ev = config.eval
+    out_path = results.results_path(ev.output_dir, n)
+    done = results.scored_ids(results.read_records(out_path))
+    todo = {i for i in answers if i not in done}
+    kwargs = workflow_kwargs(config, gconfig=config.gconfig, max_retries=ev.max_retries)
+    bar = tqdm(
+        total=len(answers),
+        initial=len(answers) - len(todo),
+        desc=f"eval_{n}",
+        unit="sample",
+        file=sys.stderr,
+        dynamic_ncols=True,
+    )
+    start, tokens, written, failed = time.perf_counter(), 0, 0, 0
+    with results.ResultWriter(out_path) as writer:
+        for attempt in range(1 + ev.max_retries):
+            if not todo:
+                break
+            path = eval_data.eval_file(ev.data_root, n)
+            for rec in stream(engine, path, todo, kwargs, ev.concurrency):
+                writer.write(rec)
+                todo.discard(rec["id"])
+                tokens, written = tokens + rec["output_tokens"], written + 1
+                failed += rec["error"] is not None
+                bar.update(1)
+                bar.set_postfix(failed=failed, refresh=False)
+            if todo:
+                logger.warning(
+                    f"eval_{n}: {len(todo)} sample(s) got no result from the engine "
+                    f"(attempt {attempt + 1}/{1 + ev.max_retries})"
+                )
+        for sid in sorted(todo):  # the engine never answered: record why
+            writer.write(
+                results.make_record(
+                    sid,
+                    answers[sid],
+                    None,
+                    error=f"no result from the inference engine (rejected or timed "
+                    f"out) after {1 + ev.max_retries} attempts",
+                )
+            )
+    bar.close()
+    if written:
+        results.append_timing(
+            ev.output_dir, n, time.perf_counter() - start, written, tokens
+        )
+
+
+def stream(
+    engine: Any, path: Path, want: set[str], kwargs: dict[str, Any], concurrency: int
+) -> Iterator[dict[str, Any]]:
+    """Records of the samples ``want`` of ``path``, ``concurrency`` in flight at once.
+
+    The file is read lazily, so only the samples in flight are held in memory.
+    A None from the engine (a task it dropped) is not attributable; its sample
+    is simply not yielded and the caller retries what is left.
+    """
+    samples = (s for s in eval_data.iter_eval_file(path) if s["id"] in want)
+    running = 0
+    pending: set[str] = set()
+    exhausted = False
+    while True:
+        while not exhausted and running < concurrency:
+            sample = next(samples, None)
+            if sample is None:
+                exhausted = True
+                break
+            engine.submit(sample, workflow=WORKFLOW, workflow_kwargs=kwargs)
+            pending.add(sample["id"])
+            running += 1
+        if running == 0:
+            return
+        for rec in engine.wait(count=1, timeout=5.0, raise_timeout=False):
+            running -= 1
+            if rec is None or rec.get("id") not in pending:
+                logger.warning(f"dropped result from the engine: {rec!r:.200}")
+                continue
+            pending.discard(rec["id"])
+            yield rec
+
+
+def write_summary(
+    config: MemAgentEvalConfig, ids: dict[int, dict[str, list[str]]]
+) -> dict:
+    """summary.json, results.md and accuracy.png from what is on disk."""
+    ev, g, mem = config.eval, config.gconfig, config.memagent
+    label = ev.label or Path(config.actor.path.rstrip("/")).name
+    meta = {
+        "model": config.actor.path,
+        "label": label,
+        "protocol": (
+            f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
+            f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
+            f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
+            f"max_chunks {mem.max_chunks}"
+        ),
+    }
+    summary = results.summarize(
+        ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
+    )
+    summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
+    results.write_json_atomic(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
+    report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
+    return summary
+
+
+def main(argv: list[str]) -> None:
+    config, _ = load_expr_config(argv, MemAgentEvalConfig)
+    if config.standin.enabled and config.eval.synthetic_samples:
+        write_synthetic_files(config)
+    ids = scan_lengths(config)
+    prepare_output(config)
+    with open_engine(config) as engine:
+        for n in config.eval.lengths:
+            run_length(engine, config, n, ids[n])
+            summary = write_summary(config, ids)
+    for row in summary["lengths"]:
+        logger.info(
+            f"N={row['length']}: n={row['n']} failed={row['failures']} "
+            + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
+        )
+    logger.info(f"results in {config.eval.output_dir}/results.md")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
