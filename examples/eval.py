@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -34,138 +32,16 @@ from tqdm import tqdm
 from memagent_workflow import eval_data, report, results
 from memagent_workflow.config import workflow_kwargs
 from memagent_workflow.eval_config import MemAgentEvalConfig
+from memagent_workflow.eval_setup import (
+    EvalRefused,
+    prepare_output,
+    scan_lengths,
+    write_synthetic_files,
+)
 
 logger = logging.getLogger("MemAgentEval")
 
 WORKFLOW = "memagent_workflow.eval_workflow.MemAgentEvalWorkflow"
-RUN_CONFIG = "run_config.json"
-
-
-class EvalRefused(SystemExit):
-    """A run that would silently change the protocol or mix results; exits 2."""
-
-    def __init__(self, message: str):
-        logger.error(message)
-        super().__init__(2)
-
-
-# ------------------------------------------------------------------ checks
-
-
-def run_config(config: MemAgentEvalConfig) -> dict[str, Any]:
-    """What must not change between a run and its resumption."""
-    g = config.gconfig
-    return {
-        "model": config.actor.path,
-        "tokenizer": config.tokenizer_path,
-        "memagent": {
-            k: v
-            for k, v in asdict(config.memagent).items()
-            if k not in ("group_size", "adv_std_norm", "train_final_turn")
-        },
-        "sampling": {
-            "temperature": g.temperature,
-            "top_p": g.top_p,
-            "greedy": g.greedy,
-        },
-    }
-
-
-def prepare_output(config: MemAgentEvalConfig) -> Path:
-    """Create ``output_dir``; refuse to resume into results of another setup."""
-    out = Path(config.eval.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / RUN_CONFIG
-    current = run_config(config)
-    if config.eval.resume and path.is_file():
-        import json
-
-        previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous != current and results.present_lengths(out):
-            raise EvalRefused(
-                f"{out} holds results of a different setup ({path}: {previous}; now: "
-                f"{current}). Use another eval.output_dir, or eval.resume=false to "
-                "move the old results aside."
-            )
-    if not config.eval.resume:
-        for n in config.eval.lengths:
-            old = results.results_path(out, n)
-            if old.exists():
-                shutil.move(old, old.with_suffix(".jsonl.bak"))
-                logger.warning(f"eval.resume=false: moved {old} to *.bak")
-        (out / results.TIMING_FILE).unlink(missing_ok=True)
-    results.write_json_atomic(path, current)
-    return out
-
-
-def write_synthetic_files(config: MemAgentEvalConfig) -> None:
-    """CPU runs: synthetic ``eval_{N}.json`` where missing (never a real result)."""
-    from memagent_workflow.data import make_synthetic
-
-    ev = config.eval
-    for n in ev.lengths:
-        path = eval_data.eval_file(ev.data_root, n)
-        if path.is_file():
-            continue
-        try:
-            samples = make_synthetic(
-                ev.synthetic_samples, seed=config.standin.seed + n, num_docs=n
-            )
-        except ValueError as exc:
-            raise EvalRefused(f"cannot write synthetic eval_{n}.json: {exc}") from exc
-        path.parent.mkdir(parents=True, exist_ok=True)
-        results.write_json_atomic(path, samples)
-        logger.warning(
-            f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
-        )
-
-
-def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
-    """Validate every eval file before anything runs; ``{N: {id: answers}}``.
-
-    With ``memagent.max_chunks`` set, a sample that would need more chunks is
-    refused here: evaluation never cuts a document.
-    """
-    ev, mem = config.eval, config.memagent
-    missing = [
-        n for n in ev.lengths if not eval_data.eval_file(ev.data_root, n).is_file()
-    ]
-    if missing:
-        raise EvalRefused(
-            f"no eval file for N={missing} under {ev.data_root} "
-            "(examples/prepare_eval_data.py downloads or builds them)"
-        )
-    cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
-    tokenizer = None
-    out: dict[int, dict[str, list[str]]] = {}
-    for n in ev.lengths:
-        path = eval_data.eval_file(ev.data_root, n)
-        try:
-            samples = {}
-            for s in eval_data.iter_eval_file(path):
-                samples[s["id"]] = s["answers"]
-                # A context of at most `cap` UTF-8 bytes has at most `cap` tokens.
-                if cap is None or len(s["context"].encode("utf-8")) <= cap:
-                    continue
-                if tokenizer is None:
-                    from memagent_workflow.workflow import load_tokenizer
-
-                    tokenizer = load_tokenizer(config.tokenizer_path)
-                from memagent_workflow.context import encode_context
-
-                tokens = len(encode_context(tokenizer, s["context"]))
-                if tokens > cap:
-                    raise EvalRefused(
-                        f"{path}: sample {s['id']!r} has {tokens} context tokens, "
-                        f"{-(-tokens // mem.chunk_tokens)} chunks of "
-                        f"{mem.chunk_tokens}, more than memagent.max_chunks="
-                        f"{mem.max_chunks}. Evaluation never cuts a document: set "
-                        "memagent.max_chunks=null (the original protocol)."
-                    )
-        except eval_data.EvalDataError as exc:
-            raise EvalRefused(str(exc)) from exc
-        out[n] = samples
-    return out
 
 
 # ------------------------------------------------------------------ engines
@@ -351,7 +227,7 @@ def write_summary(
             f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
             f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
-            f"max_chunks {mem.max_chunks}"
+            f"max_chunks {mem.max_chunks or 'none'}"
         ),
     }
     summary = results.summarize(
@@ -365,14 +241,33 @@ def write_summary(
 
 def main(argv: list[str]) -> None:
     config, _ = load_expr_config(argv, MemAgentEvalConfig)
+    try:
+        evaluate(config)
+    except EvalRefused as exc:
+        logger.error(str(exc))
+        sys.exit(2)
+
+
+def evaluate(config: MemAgentEvalConfig) -> None:
+    """Every configured length, then summary.json, results.md and accuracy.png."""
     if config.standin.enabled and config.eval.synthetic_samples:
         write_synthetic_files(config)
     ids = scan_lengths(config)
-    prepare_output(config)
-    with open_engine(config) as engine:
-        for n in config.eval.lengths:
-            run_length(engine, config, n, ids[n])
-            summary = write_summary(config, ids)
+    out = prepare_output(config)
+    todo = [
+        n
+        for n in config.eval.lengths
+        if set(ids[n])
+        - results.scored_ids(results.read_records(results.results_path(out, n)))
+    ]
+    if todo:
+        with open_engine(config) as engine:
+            for n in todo:
+                run_length(engine, config, n, ids[n])
+                write_summary(config, ids)
+    else:
+        logger.info("every sample is already scored; rewriting the summary only")
+    summary = write_summary(config, ids)
     for row in summary["lengths"]:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "

@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import random
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -349,127 +348,17 @@ def fetch_hub_files(repo_id: str, split: str) -> list[Path]:
         ) from exc
 
 
-# ------------------------------------------------------------------ synthetic data
+from .synthetic import make_synthetic  # noqa: E402  (re-exported for scripts)
 
-_FIRST = tuple(
-    "Alvar Brisa Corvin Delphine Edrik Fenna Galen Hesper Isolde Jorund Kaela Lysander Mirela Nestor Oriel Perrin Quilla Rodric Sabine Tamsin Ulric Vesna Wendel Ysolde".split()
-)
-_LAST = tuple(
-    "Ashgrove Brackwell Corwen Dunmore Elsworth Farrow Gallard Holloway Ivesdale Jessop Kettering Lockhart Marlowe Northam Oakshott Pendry Quarrington Ravensby Sallow Thistlewood".split()
-)
-_CITY_HEAD = tuple(
-    "Ash Bel Cor Dun Elm Fen Gal Hol Ister Kel Lor Mar Nor Ost Pel Ros Sil Tor Val Wyn".split()
-)
-_CITY_TAIL = tuple("ford haven mere port wick dale gate holm".split())
-_COUNTRIES = tuple(
-    "Valdoria Kestria Ombrevia Tharsland Quenmark Zelandor Morwenia Idrisia Calderon Norvania Pellucia Severin".split()
-)
-_COMPANY_HEAD = tuple(
-    "Amber Cobalt Silverline Granite Lantern Meridian Northwind Obsidian Tidewater Vireo".split()
-)
-_COMPANY_TAIL = tuple(
-    "Works Laboratories Foundry Mills Press Shipping Textiles Instruments".split()
-)
-_JOBS = tuple(
-    "painter engineer composer cartographer botanist architect novelist physician astronomer sculptor".split()
-)
-_GOODS = tuple("glassware clocks maps rope lenses paper bicycles tea".split())
-_SIGHTS = (
-    "its lighthouse",
-    "a stone bridge",
-    "its spring fair",
-    "a covered market",
-    "an old observatory",
-    "its salt marshes",
-)
-
-_PEOPLE = tuple(f"{a} {b}" for a in _FIRST for b in _LAST)
-_CITIES = tuple(a + b for a in _CITY_HEAD for b in _CITY_TAIL)
-_COMPANIES = tuple(f"{a} {b}" for a in _COMPANY_HEAD for b in _COMPANY_TAIL)
-_ENTITIES = {"person": _PEOPLE, "city": _CITIES, "company": _COMPANIES}
-
-
-def _person_doc(rng: random.Random, person: str, city: str, year: int) -> str:
-    job = rng.choice(_JOBS)
-    article = "an" if job[0] in "aeiou" else "a"
-    return (
-        f"{person} is {article} {job} who was born in {city} in {year}. "
-        f"{person.split()[0]} later moved abroad and worked there for many years."
-    )
-
-
-def _city_doc(rng: random.Random, city: str, country: str) -> str:
-    return (
-        f"{city} is a town in {country}. It is known for {rng.choice(_SIGHTS)} "
-        f"and has about {rng.randrange(2, 90) * 1000} inhabitants."
-    )
-
-
-def _company_doc(rng: random.Random, company: str, founder: str, founded: int) -> str:
-    return (
-        f"{company} is a maker of {rng.choice(_GOODS)} founded by {founder}. "
-        f"It opened its first workshop in {founded}."
-    )
-
-
-def _distractor(rng: random.Random, kind: str, title: str) -> str:
-    if kind == "person":
-        return _person_doc(rng, title, rng.choice(_CITIES), rng.randrange(1800, 1980))
-    if kind == "city":
-        return _city_doc(rng, title, rng.choice(_COUNTRIES))
-    return _company_doc(rng, title, rng.choice(_PEOPLE), rng.randrange(1830, 2010))
-
-
-def _synthetic_sample(rng: random.Random, sample_id: str, num_docs: int) -> dict:
-    person, city = rng.choice(_PEOPLE), rng.choice(_CITIES)
-    country, year = rng.choice(_COUNTRIES), rng.randrange(1800, 1980)
-    kind = rng.choice(("birthplace_country", "founder_year", "founder_birthplace"))
-    docs = [(person, _person_doc(rng, person, city, year))]
-    if kind == "birthplace_country":
-        docs.append((city, _city_doc(rng, city, country)))
-        question, answer = f"In which country is the birthplace of {person}?", country
-    else:
-        company = rng.choice(_COMPANIES)
-        founded = year + rng.randrange(20, 50)
-        docs.append((company, _company_doc(rng, company, person, founded)))
-        if kind == "founder_year":
-            question = f"In what year was the founder of {company} born?"
-            answer = str(year)
-        else:
-            question = f"In which town was the founder of {company} born?"
-            answer = city
-    # Distractors are about other people, towns and companies, so none of them
-    # contradicts the two gold documents.
-    gold = {title for title, _ in docs}
-    pool = [(k, t) for k, ts in _ENTITIES.items() for t in ts if t not in gold]
-    for entity_kind, title in rng.sample(pool, num_docs - len(docs)):
-        docs.append((title, _distractor(rng, entity_kind, title)))
-    rng.shuffle(docs)
-    context = "\n\n".join(
-        f"Document {i}:\n{title}\n{text}"
-        for i, (title, text) in enumerate(docs, start=1)
-    )
-    return {
-        "id": sample_id,
-        "question": question,
-        "context": context,
-        "answers": [answer],
-    }
-
-
-def make_synthetic(n: int, seed: int, num_docs: int = 20) -> list[dict]:
-    """``n`` HotpotQA-shaped two-hop samples, a pure function of ``(n, seed, num_docs)``.
-
-    Each context holds two gold documents (e.g. "X was born in town T" and
-    "T is a town in country C" for "In which country is the birthplace of X?")
-    among ``num_docs - 2`` distractors about other made-up people, towns and
-    companies, shuffled and formatted like the MemAgent data
-    ("Document i:\\ntitle\\nparagraph", blank-line separated).
-    """
-    max_docs = sum(len(titles) for titles in _ENTITIES.values()) - 2
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    if not 2 <= num_docs <= max_docs:
-        raise ValueError(f"num_docs must be in [2, {max_docs}], got {num_docs}")
-    rng = random.Random(seed)
-    return [_synthetic_sample(rng, f"synthetic-{seed}-{i}", num_docs) for i in range(n)]
+__all__ = [
+    "DataError",
+    "HubError",
+    "convert_file",
+    "convert_rows",
+    "fetch_hub_files",
+    "iter_converted",
+    "load_rows",
+    "make_synthetic",
+    "select_hub_files",
+    "write_jsonl_atomic",
+]

@@ -171,7 +171,9 @@ class MemAgentWorkflow(RolloutWorkflow):
         row_advantages = [
             a for e, a in zip(episodes, advantages, strict=True) for _ in e.turns
         ]
-        return pad_rows(turns, row_advantages)
+        # Padding a long group's rows takes 100+ ms; off the loop, so other
+        # episodes' turns keep flowing meanwhile (see bench/results.md).
+        return await asyncio.to_thread(pad_rows, turns, row_advantages)
 
     async def read_document(self, data: dict[str, Any]) -> Document:
         """Tokenise the context once (off the event loop) and cut it into chunks."""

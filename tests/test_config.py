@@ -54,3 +54,17 @@ def test_n_samples_other_than_one_is_refused(tmp_path):
 def test_reward_norm_is_refused(tmp_path):
     with pytest.raises(ValueError, match="reward_norm must be null"):
         load(tmp_path, "+actor.reward_norm={mean_level: group, std_level: group}")
+
+
+def readme_layout_overrides() -> list[list[str]]:
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("### GPU layouts", 1)[1].split("\n\n", 2)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    spans = [s for row in rows for s in row.split("|")[3].split("`")[1::2]]
+    return [s.split() for s in spans]
+
+
+@pytest.mark.parametrize("overrides", readme_layout_overrides(), ids=" ".join)
+def test_every_readme_layout_loads(tmp_path, overrides):
+    cfg = load(tmp_path, *overrides)
+    assert cfg.gconfig.n_samples == 1

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memagent_workflow import report, results
-from memagent_workflow.data import make_synthetic
+from memagent_workflow.synthetic import make_synthetic
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -152,6 +152,95 @@ def test_eval_workflow_reports_a_malformed_sample(eval_workflow):
     assert rec["id"] == "q9" and "question" in rec["error"]
 
 
+# ------------------------------------------------------------ configs, refusals
+
+
+def load_eval_config(tmp_path, name="config_eval_cpu.yaml", *overrides):
+    from areal.api.cli_args import load_expr_config
+
+    from memagent_workflow.eval_config import MemAgentEvalConfig
+
+    args = [
+        "--config",
+        str(REPO / name),
+        f"cluster.fileroot={tmp_path / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={tmp_path / 'name_resolve'}",
+    ]
+    config, _ = load_expr_config(args + list(overrides), MemAgentEvalConfig)
+    return config
+
+
+def test_gpu_eval_config_is_the_original_protocol(tmp_path):
+    cfg = load_eval_config(tmp_path, "config_eval.yaml", "scheduler.type=local")
+    assert (cfg.gconfig.temperature, cfg.gconfig.top_p) == (0.7, 0.95)
+    mem = cfg.memagent
+    assert (mem.chunk_tokens, mem.max_memory_tokens, mem.max_final_tokens) == (
+        5000,
+        1024,
+        1024,
+    )
+    assert mem.max_chunks is None and cfg.eval.concurrency == 256
+    assert cfg.actor.path == "Qwen/Qwen2.5-7B-Instruct"
+    turn = 1024 + mem.max_memory_tokens + mem.chunk_tokens + mem.max_final_tokens
+    assert cfg.sglang.context_length >= cfg.gconfig.max_tokens >= turn
+
+
+def test_eval_section_overrides_from_the_command_line(tmp_path):
+    cfg = load_eval_config(
+        tmp_path, "config_eval_cpu.yaml", "eval.lengths=[50,800]", "eval.resume=false"
+    )
+    assert cfg.eval.lengths == [50, 800] and cfg.eval.resume is False
+
+
+def write_eval_file(root: Path, n: int, samples: list) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"eval_{n}.json").write_text(json.dumps(samples))
+
+
+def test_refuses_missing_and_malformed_eval_files(tmp_path):
+    from memagent_workflow.eval_setup import EvalRefused, scan_lengths
+
+    data = tmp_path / "data"
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", f"eval.data_root={data}")
+    cfg.eval.lengths = [8]
+    with pytest.raises(EvalRefused, match=r"no eval file for N=\[8\]"):
+        scan_lengths(cfg)
+    bad = {"id": "q", "input": "Q?", "context": [1, 2], "answers": ["a"]}
+    write_eval_file(data, 8, [bad])
+    with pytest.raises(EvalRefused, match="paragraph indices"):
+        scan_lengths(cfg)
+
+
+def test_a_chunk_cap_below_what_a_sample_needs_is_refused(tmp_path, tiny_model_dir):
+    from memagent_workflow.eval_setup import EvalRefused, scan_lengths
+
+    data = tmp_path / "data"
+    write_eval_file(data, 8, make_synthetic(2, seed=1, num_docs=8))
+    overrides = [f"eval.data_root={data}", f"actor.path={tiny_model_dir}"]
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", *overrides)
+    cfg.eval.lengths = [8]
+    assert set(scan_lengths(cfg)[8]) == {"synthetic-1-0", "synthetic-1-1"}
+    cfg.memagent.max_chunks = 1
+    with pytest.raises(EvalRefused, match="more than memagent.max_chunks=1"):
+        scan_lengths(cfg)
+
+
+def test_resume_into_another_models_results_is_refused(tmp_path):
+    from memagent_workflow.eval_setup import EvalRefused, prepare_output
+
+    out = tmp_path / "out"
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", f"eval.output_dir={out}")
+    prepare_output(cfg)
+    (out / "length_50.jsonl").write_text("{}\n")
+    cfg.actor.path = "another/model"
+    with pytest.raises(EvalRefused, match="different setup"):
+        prepare_output(cfg)
+    cfg.eval.resume = False  # a fresh start moves the old results aside
+    prepare_output(cfg)
+    assert (out / "length_50.jsonl.bak").is_file()
+    assert not (out / "length_50.jsonl").exists()
+
+
 # ------------------------------------------------------------ eval script
 
 
@@ -160,7 +249,8 @@ def eval_cmd(data_root: Path, out: Path, model: Path, *extra: str) -> list[str]:
         sys.executable, "examples/eval.py", "--config", "config_eval_cpu.yaml",
         f"eval.data_root={data_root}", "eval.lengths=[12,24]",
         f"eval.output_dir={out}", f"actor.path={model}", "eval.concurrency=2",
-        f"cluster.fileroot={out.parent / 'areal'}", *extra,
+        f"cluster.fileroot={out.parent / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={out.parent / 'name_resolve'}", *extra,
     ]  # fmt: skip
 
 
