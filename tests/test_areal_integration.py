@@ -100,6 +100,7 @@ def test_rows_carry_server_tokens_logprobs_and_version_zero(trajectories):
 @pytest.fixture(scope="module")
 def actor(tiny_model_dir):
     from areal.engine.fsdp_engine import FSDPPPOActor
+
     from memagent_workflow.cpu_attention import install_packed_sdpa
 
     install_packed_sdpa()  # CPU: make sdpa respect AReaL's packed micro-batches
