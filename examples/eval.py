@@ -49,7 +49,12 @@ WORKFLOW = "memagent_workflow.eval_workflow.MemAgentEvalWorkflow"
 
 @contextlib.contextmanager
 def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
-    """SGLang launched by AReaL, servers in AREAL_LLM_SERVER_ADDRS, or the stand-in."""
+    """SGLang launched by AReaL, running servers, or the CPU stand-in.
+
+    Running servers are found in ``AREAL_LLM_SERVER_ADDRS`` or, failing that,
+    where AReaL's launcher registers them (name_resolve, under
+    ``rollout.experiment_name/trial_name``).
+    """
     from areal.engine import RemoteSGLangEngine
 
     ev, rollout = config.eval, config.rollout
@@ -61,22 +66,20 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
         if config.scheduler.type is not None:
             engine = launch_sglang(config)
         else:
+            addrs = [
+                a for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",") if a
+            ]
             if config.standin.enabled:
                 addrs = [stack.enter_context(standin_server(config))]
-            else:
-                addrs = [
-                    a
-                    for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",")
-                    if a
-                ]
-            if not addrs:
-                raise EvalRefused(
-                    "no inference engine: set scheduler.type=local (AReaL launches "
-                    "SGLang), or AREAL_LLM_SERVER_ADDRS=host:port[,host:port...] for "
-                    "running servers, or standin.enabled=true (CPU stand-in)"
-                )
             engine = RemoteSGLangEngine(rollout)
-            engine.initialize(addr=addrs, train_data_parallel_size=1)
+            try:  # without addresses: servers registered under rollout.experiment/trial
+                engine.initialize(addr=addrs or None, train_data_parallel_size=1)
+            except RuntimeError as exc:
+                raise EvalRefused(
+                    f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
+                    "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
+                    "standin.enabled=true (CPU stand-in)."
+                ) from exc
         stack.callback(engine.destroy)
         yield engine
 

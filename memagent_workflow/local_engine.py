@@ -10,6 +10,7 @@ used concurrently. Test/CPU use only; this is not a production engine.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from areal.utils import logging
 from transformers import AutoTokenizer, DynamicCache
 
 from memagent_workflow.local_model import KVBatch, load_model, weights_digest

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import signal
 import socket
@@ -31,7 +32,6 @@ from typing import Any
 
 import torch
 from aiohttp import web
-from areal.utils import logging
 from transformers.utils import logging as hf_logging
 
 from memagent_workflow.local_engine import GenRequest, LocalEngine
@@ -47,6 +47,8 @@ from memagent_workflow.local_protocol import (
     parse_input_ids,
 )
 
+# stdlib logging, not areal.utils.logging: importing areal costs 10-20 s of
+# start-up, and the stand-in server must come up fast in tests.
 logger = logging.getLogger("LocalServer")
 
 __all__ = [
@@ -301,6 +303,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+        stream=sys.stdout,
+    )
     asyncio.run(serve(parse_args(argv)))
     logger.info("Stopped")
 

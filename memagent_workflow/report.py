@@ -77,7 +77,9 @@ def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
             lines.append(f"- {key}: {meta[key]}")
     lines += [
         "",
-        "Accuracies in %, over every sample (a failed sample counts as wrong).",
+        "Accuracies in %, over every sample (a failed sample counts as wrong). "
+        "Paper length: the published set's context length for N documents (Qwen "
+        "tokenizer); mean context tokens: measured with this run's tokenizer.",
         "",
         "| N docs | paper length | n | failed | missing | sub-EM | EM | F1 "
         "| mean chunks | mean context tokens | wall (s) | gen tokens/s |",

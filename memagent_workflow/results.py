@@ -7,6 +7,14 @@ then flushed and fsync'ed, so a killed run leaves at most a torn last line,
 which ``ResultWriter`` cuts off before appending. ``timing.jsonl`` gets one
 line per (run, length) finished, for wall time and generated tokens/s.
 No AReaL import here.
+
+Record keys: ``id``; ``prediction`` (the final turn's text, null if the sample
+failed); ``boxed`` (its last complete ``\\boxed{}``, or null); ``answers``;
+``sub_em``, ``em``, ``f1`` (0/1 and [0, 1], scored on ``boxed``; no box or an
+error scores 0); ``n_chunks`` and ``context_tokens`` (the document as read);
+``output_tokens`` (all turns); ``latency_s`` (the sample's wall time, turns
+run one after another); ``error`` (null, or why the sample failed after its
+retries).
 """
 
 from __future__ import annotations

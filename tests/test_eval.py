@@ -334,6 +334,8 @@ def test_resume_writes_every_id_exactly_once(killed_then_resumed):
     lines = [json.loads(s) for s in (out / "length_12.jsonl").read_text().splitlines()]
     scored = [rec["id"] for rec in lines if rec["error"] is None]
     assert sorted(scored) == sorted(ids[12])  # no id missing, none scored twice
+    # Every line parses (a torn tail was cut) and only the failed id has two lines.
+    assert len(lines) == len(ids[12]) + 1 and lines[1]["error"] == "earlier failure"
     recs = results.read_records(out / "length_12.jsonl")
     assert recs[ids[12][0]]["prediction"] == "PRESEEDED \\boxed{a}"  # skipped
     assert recs[ids[12][1]]["error"] is None  # retried, superseding the failure
