@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 MEMORY_SLOT = "\u2063MEMAGENT_MEMORY_SLOT\u2063"
 CHUNK_SLOT = "\u2063MEMAGENT_CHUNK_SLOT\u2063"
 
@@ -61,28 +63,37 @@ def render_chat(tokenizer, user_text: str) -> str:
     )
 
 
-def _encode(tokenizer, text: str) -> list[int]:
-    return tokenizer.encode(text, add_special_tokens=False) if text else []
+def _encode(tokenizer, text: str) -> np.ndarray:
+    ids = tokenizer.encode(text, add_special_tokens=False) if text else []
+    return np.asarray(ids, dtype=np.int32)
 
 
 @dataclass(frozen=True)
 class PromptTemplate:
-    """Token pieces of a prompt around its memory and (optional) chunk slots."""
+    """Token pieces (int32 arrays) of a prompt around its memory and chunk slots."""
 
-    before_memory: list[int]
-    after_memory: list[int]
-    after_chunk: list[int] | None = None
+    before_memory: np.ndarray
+    after_memory: np.ndarray
+    after_chunk: np.ndarray | None = None
 
-    def build(self, memory_ids, chunk_ids=None) -> list[int]:
-        """Prompt ids for the given memory (and chunk, for memory turns)."""
-        ids = self.before_memory + [int(t) for t in memory_ids] + self.after_memory
+    def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
+        """Prompt ids for the given memory (and chunk, for memory turns).
+
+        Arrays in, one array out: a 5000-token turn costs one concatenation,
+        not a Python loop over its tokens.
+        """
+        parts = [
+            self.before_memory,
+            np.asarray(memory_ids, dtype=np.int32),
+            self.after_memory,
+        ]
         if self.after_chunk is not None:
             if chunk_ids is None:
                 raise ValueError("a memory-update prompt needs a chunk")
-            ids += [int(t) for t in chunk_ids] + self.after_chunk
+            parts += [np.asarray(chunk_ids, dtype=np.int32), self.after_chunk]
         elif chunk_ids is not None:
             raise ValueError("the final-answer prompt takes no chunk")
-        return ids
+        return np.concatenate(parts)
 
     @property
     def overhead(self) -> int:
@@ -90,7 +101,7 @@ class PromptTemplate:
         return (
             len(self.before_memory)
             + len(self.after_memory)
-            + len(self.after_chunk or [])
+            + (0 if self.after_chunk is None else len(self.after_chunk))
         )
 
 

@@ -21,7 +21,7 @@ class Turn:
     trainable: bool = True
 
     @classmethod
-    def from_response(cls, prompt_ids, resp, trainable: bool = True) -> Turn:
+    def from_response(cls, prompt_ids: list[int], resp, trainable: bool = True) -> Turn:
         if not (
             len(resp.output_tokens)
             == len(resp.output_logprobs)

@@ -142,7 +142,9 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.final_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=max_final_tokens
         )
-        self.initial_memory = tokenizer.encode(initial_memory, add_special_tokens=False)
+        self.initial_memory = np.asarray(
+            tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
+        )
         self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
         self.vocab_limit = len(tokenizer)
 
@@ -219,7 +221,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self,
         engine: InferenceEngine,
         rid: str,
-        prompt: list[int],
+        prompt: np.ndarray,
         gconfig: GenerationHyperparameters,
         trainable: bool = True,
     ) -> Turn:
@@ -232,7 +234,10 @@ class MemAgentWorkflow(RolloutWorkflow):
                 "memagent.chunk_tokens"
             )
         req = ModelRequest(
-            rid=rid, input_ids=prompt, gconfig=gconfig, tokenizer=self.tokenizer
+            rid=rid,
+            input_ids=prompt.tolist(),
+            gconfig=gconfig,
+            tokenizer=self.tokenizer,
         )
         resp = await engine.agenerate(req)
         return Turn.from_response(prompt, resp, trainable=trainable)
@@ -253,7 +258,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         ep.memory_hit_limit += int(turn.stop_reason == "length")
         if len(memory) == 0:
             ep.memory_empty += 1
-            return np.asarray(self.initial_memory, dtype=np.int32)
+            return self.initial_memory
         return memory
 
     def strip_stop(self, ids: np.ndarray) -> np.ndarray:

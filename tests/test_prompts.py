@@ -27,7 +27,7 @@ def test_memory_prompt_holds_question_memory_and_section_in_a_chat(tokenizer):
     tpl = memory_update_template(tokenizer, "Where is Alder?")
     memory = tokenizer.encode("Alder is north", add_special_tokens=False)
     chunk = tokenizer.encode("The town of Alder lies", add_special_tokens=False)
-    text = tokenizer.decode(tpl.build(memory, chunk))
+    text = tokenizer.decode(tpl.build(memory, chunk).tolist())
     assert text.startswith("<|im_start|>")
     assert text.rstrip().endswith("<|im_start|>assistant")
     q, m, s = (
@@ -42,7 +42,7 @@ def test_memory_prompt_holds_question_memory_and_section_in_a_chat(tokenizer):
 def test_memory_and_chunk_ids_are_spliced_verbatim(tokenizer):
     tpl = memory_update_template(tokenizer, "q?")
     memory, chunk = [5, 6, 7], [8, 9]
-    ids = tpl.build(memory, chunk)
+    ids = tpl.build(memory, chunk).tolist()
     n = len(tpl.before_memory)
     assert ids[n : n + 3] == memory
     assert ids[n + 3 + len(tpl.after_memory) :][:2] == chunk
@@ -51,7 +51,7 @@ def test_memory_and_chunk_ids_are_spliced_verbatim(tokenizer):
 
 def test_final_prompt_asks_for_a_box_and_takes_no_chunk(tokenizer):
     tpl = final_answer_template(tokenizer, "Where is Alder?")
-    text = tokenizer.decode(tpl.build([]))
+    text = tokenizer.decode(tpl.build([]).tolist())
     assert "\\boxed{" in text and "<section>" not in text and "Where is Alder?" in text
     with pytest.raises(ValueError):
         tpl.build([], [1])

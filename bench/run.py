@@ -1,0 +1,83 @@
+"""Run the benchmarks and write ``bench/results/*.json`` and ``bench/results.md``.
+
+uv run python bench/run.py                 # everything (~6 min on 2 cores)
+uv run python bench/run.py --smoke         # toy sizes (~1 min), no targets
+uv run python bench/run.py --only async    # one benchmark, report refreshed
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+BENCHMARKS = {
+    "overhead": "bench.overhead",
+    "async": "bench.async_vs_lockstep",
+    "scaling": "bench.scaling",
+}
+RESULT_NAMES = {
+    "overhead": "overhead",
+    "async": "async_vs_lockstep",
+    "scaling": "scaling",
+}
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--smoke", action="store_true", help="toy sizes (CI)")
+    p.add_argument(
+        "--only",
+        choices=sorted(BENCHMARKS),
+        action="append",
+        help="run only this benchmark (repeatable)",
+    )
+    p.add_argument("--out", type=Path, help="results folder (JSON files)")
+    p.add_argument("--md", type=Path, help="where to write the Markdown report")
+    args = p.parse_args(argv)
+    if args.out is None:
+        args.out = (
+            REPO / "bench" / (".cache/smoke-results" if args.smoke else "results")
+        )
+    if args.md is None:
+        args.md = (
+            args.out / "results.md" if args.smoke else REPO / "bench" / "results.md"
+        )
+    return args
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    """Run the chosen benchmarks; returns the files written."""
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))  # `python bench/run.py` from anywhere
+    import importlib
+
+    from bench.common import write_result
+    from bench.report import write_report
+
+    args = parse_args(argv)
+    written = []
+    for key in args.only or list(BENCHMARKS):
+        module = importlib.import_module(BENCHMARKS[key])
+        load = os.getloadavg()
+        start = time.perf_counter()
+        print(f"[bench] {key}{' (smoke)' if args.smoke else ''} ...", flush=True)
+        result = module.run(smoke=args.smoke)
+        result["bench_wall_s"] = time.perf_counter() - start
+        result["loadavg_before"] = load
+        path = write_result(args.out, RESULT_NAMES[key], result)
+        written.append(path)
+        for t in result["targets"]:
+            status = {True: "PASS", False: "MISS", None: "info"}[t["pass"]]
+            print(f"[bench]   {status:4} {t['metric']}: {t['measured']}", flush=True)
+        print(f"[bench]   wrote {path} ({result['bench_wall_s']:.0f} s)", flush=True)
+    written.append(write_report(args.out, args.md))
+    print(f"[bench] wrote {args.md}", flush=True)
+    return written
+
+
+if __name__ == "__main__":
+    main()

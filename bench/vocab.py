@@ -1,0 +1,142 @@
+"""A ~32K-token byte-level BPE with a Qwen-style chat template, built locally.
+
+Trained with ``tokenizers`` on the synthetic corpus of :mod:`bench.corpus`
+(no hub access), saved under ``bench/.cache/`` and reused while its build key
+(vocabulary size, corpus size, version) is unchanged. Training is
+deterministic, so every machine gets the same vocabulary.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shutil
+from functools import lru_cache
+from pathlib import Path
+
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, trainers
+from tokenizers import pre_tokenizers as pre
+from transformers import PreTrainedTokenizerFast
+
+from bench.corpus import corpus_lines
+
+CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+VOCAB_SIZE = 32_000
+CORPUS_PARAGRAPHS = 30_000
+BUILD_VERSION = 1
+
+ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+# Qwen2's pre-tokenizer split: contractions, words, single digits, punctuation.
+SPLIT_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+SYSTEM_PROMPT = "You are a helpful assistant."
+# ChatML as in Qwen2.5: a default system turn, then the messages.
+CHAT_TEMPLATE = (
+    "{%- if messages[0]['role'] != 'system' -%}"
+    "{{- '<|im_start|>system\\n" + SYSTEM_PROMPT + "<|im_end|>\\n' -}}"
+    "{%- endif -%}"
+    "{%- for m in messages -%}"
+    "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+CHAT_SNIPPETS = [
+    "<memory>",
+    "</memory>",
+    "<section>",
+    "</section>",
+    "<question>",
+    "</question>",
+    "New memory:",
+    "Answer:",
+    "\\boxed{}",
+    "No previous memory",
+]
+
+
+def build_key(vocab_size: int, paragraphs: int) -> str:
+    """Changes whenever anything that shapes the vocabulary changes."""
+    sample = "\n".join(itertools.islice(corpus_lines(paragraphs), 200))
+    raw = f"{BUILD_VERSION}:{vocab_size}:{paragraphs}:{SPLIT_PATTERN}:{CHAT_TEMPLATE}"
+    raw += sample
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
+
+
+def train_tokenizer(vocab_size: int, paragraphs: int) -> Tokenizer:
+    """Byte-level BPE with Qwen2's pre-tokenizer, trained on synthetic prose."""
+    tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
+    tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre.Sequence(
+        [
+            pre.Split(Regex(SPLIT_PATTERN), behavior="isolated", invert=False),
+            pre.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        min_frequency=2,
+        special_tokens=[ENDOFTEXT, IM_START, IM_END],
+        initial_alphabet=pre.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+
+    def lines():
+        yield from CHAT_SNIPPETS
+        yield from corpus_lines(paragraphs)
+
+    tok.train_from_iterator(lines(), trainer=trainer)
+    return tok
+
+
+def wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=1 << 30,
+    )
+
+
+def tokenizer_dir(
+    vocab_size: int = VOCAB_SIZE, paragraphs: int = CORPUS_PARAGRAPHS
+) -> Path:
+    """Directory of the cached tokenizer, built on first use."""
+    out = CACHE_DIR / f"bpe{vocab_size}-{build_key(vocab_size, paragraphs)}"
+    if (out / "tokenizer.json").exists():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    wrap(train_tokenizer(vocab_size, paragraphs)).save_pretrained(str(tmp))
+    meta = {
+        "vocab_size": vocab_size,
+        "paragraphs": paragraphs,
+        "version": BUILD_VERSION,
+    }
+    (tmp / "bench_build.json").write_text(json.dumps(meta))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+@lru_cache(maxsize=4)
+def load_tokenizer(
+    vocab_size: int = VOCAB_SIZE, paragraphs: int = CORPUS_PARAGRAPHS
+) -> PreTrainedTokenizerFast:
+    """The benchmark tokenizer (built and cached on first use)."""
+    return PreTrainedTokenizerFast.from_pretrained(
+        str(tokenizer_dir(vocab_size, paragraphs))
+    )
+
+
+def tokens_per_char(tokenizer: PreTrainedTokenizerFast, seed: int = 99) -> float:
+    """Token density of the synthetic documents, measured on a ~200 KB sample."""
+    from bench.corpus import build_context
+
+    sample = build_context(50_000, 0.25, seed=seed)
+    return len(tokenizer.encode(sample, add_special_tokens=False)) / len(sample)
