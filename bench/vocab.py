@@ -20,29 +20,14 @@ from tokenizers import pre_tokenizers as pre
 from transformers import PreTrainedTokenizerFast
 
 from bench.corpus import corpus_lines
+from memagent_workflow.tiny import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
+from memagent_workflow.tiny import QWEN2_SPLIT_PATTERN as SPLIT_PATTERN
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 VOCAB_SIZE = 32_000
 CORPUS_PARAGRAPHS = 30_000
 BUILD_VERSION = 1
 
-ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
-# Qwen2's pre-tokenizer split: contractions, words, single digits, punctuation.
-SPLIT_PATTERN = (
-    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
-    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
-)
-SYSTEM_PROMPT = "You are a helpful assistant."
-# ChatML as in Qwen2.5: a default system turn, then the messages.
-CHAT_TEMPLATE = (
-    "{%- if messages[0]['role'] != 'system' -%}"
-    "{{- '<|im_start|>system\\n" + SYSTEM_PROMPT + "<|im_end|>\\n' -}}"
-    "{%- endif -%}"
-    "{%- for m in messages -%}"
-    "{{- '<|im_start|>' + m['role'] + '\\n' + m['content'] + '<|im_end|>\\n' -}}"
-    "{%- endfor -%}"
-    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
-)
 CHAT_SNIPPETS = [
     "<memory>",
     "</memory>",

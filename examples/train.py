@@ -91,7 +91,9 @@ def train(config: MemAgentGRPOConfig) -> None:
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with PPOTrainer(config, train_dataset=train_set, valid_dataset=valid_set) as trainer:
+    with PPOTrainer(
+        config, train_dataset=train_set, valid_dataset=valid_set
+    ) as trainer:
         if int(os.environ.get("RANK", "0")) == 0:
             log_dir = StatsLogger.get_log_path(config.stats_logger)
             report = StepReport(
