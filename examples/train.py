@@ -19,6 +19,7 @@ from pathlib import Path
 from areal import PPOTrainer
 from areal.api.cli_args import load_expr_config
 from areal.utils import logging
+from areal.utils.saver import Saver
 from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
@@ -106,6 +107,10 @@ def train(config: MemAgentGRPOConfig) -> None:
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
         )
+    saved = Saver.get_model_save_root(
+        config.saver.experiment_name, config.saver.trial_name, config.saver.fileroot
+    )
+    logger.info(f"HF checkpoints: {sorted(os.listdir(saved))} under {saved}")
 
 
 def main(argv: list[str]) -> None:
