@@ -171,7 +171,7 @@ def run(smoke: bool = False, lengths: tuple[int, ...] | None = None) -> dict[str
             out = Path(tmp) / f"{n}.json"
             cmd = [sys.executable, "-m", "bench.scaling", "--child", str(n)]
             cmd += ["--tpc", repr(tpc), "--chunk-tokens", str(chunk_tokens)]
-            cmd += ["--repeats", str(1 if smoke else 3 if n <= 500_000 else 2)]
+            cmd += ["--repeats", str(1 if smoke else 3)]
             cmd += ["--out", str(out)]
             subprocess.run(cmd, cwd=REPO, check=True)
             rows.append(json.loads(out.read_text()))
