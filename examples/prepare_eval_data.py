@@ -17,7 +17,7 @@ import argparse
 import re
 import sys
 
-from memagent_workflow import eval_data
+from memagent_workflow import eval_build, eval_data
 
 
 def _lengths(text: str) -> list[int]:
@@ -76,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise eval_data.EvalDataError("--build needs --source and --seed")
             if any(n <= 0 for n in args.build):
                 raise eval_data.EvalDataError("--build lengths must be positive")
-            for path in eval_data.build(
+            for path in eval_build.build(
                 args.build, args.source, args.seed, args.data_root, args.num_questions
             ):
                 print(f"wrote {path}")

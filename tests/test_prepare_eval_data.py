@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memagent_workflow import eval_data
+from memagent_workflow import eval_build, eval_data
 from memagent_workflow.eval_data import EvalDataError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,9 +69,9 @@ def good_sample(**over) -> dict:
 
 def test_build_is_deterministic(tmp_path: Path, source: Path) -> None:
     kw = dict(num_questions=N_QUESTIONS, progress=False)
-    a = eval_data.build([12, 30], source, 7, tmp_path / "a", **kw)
-    b = eval_data.build([12, 30], source, 7, tmp_path / "b", **kw)
-    c = eval_data.build([12, 30], source, 8, tmp_path / "c", **kw)
+    a = eval_build.build([12, 30], source, 7, tmp_path / "a", **kw)
+    b = eval_build.build([12, 30], source, 7, tmp_path / "b", **kw)
+    c = eval_build.build([12, 30], source, 8, tmp_path / "c", **kw)
     assert [p.name for p in a] == ["eval_12.json", "eval_30.json"]
     for pa, pb, pc in zip(a, b, c, strict=True):
         assert pa.read_bytes() == pb.read_bytes()
@@ -80,7 +80,7 @@ def test_build_is_deterministic(tmp_path: Path, source: Path) -> None:
 
 
 def test_build_contents(tmp_path: Path, source: Path) -> None:
-    (path,) = eval_data.build([30], source, 1, tmp_path, N_QUESTIONS, progress=False)
+    (path,) = eval_build.build([30], source, 1, tmp_path, N_QUESTIONS, progress=False)
     samples = eval_data.load_eval_file(path)
     assert [s["id"] for s in samples] == [f"id{q:02d}" for q in range(N_QUESTIONS)]
     for q, s in enumerate(samples):
@@ -104,21 +104,21 @@ def test_build_contents(tmp_path: Path, source: Path) -> None:
 def test_build_jsonl_source_matches_list(tmp_path: Path, source: Path) -> None:
     jsonl = tmp_path / "dev.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in fake_hotpot()) + "\n")
-    (a,) = eval_data.build([12], source, 3, tmp_path / "a", 4, progress=False)
-    (b,) = eval_data.build([12], jsonl, 3, tmp_path / "b", 4, progress=False)
+    (a,) = eval_build.build([12], source, 3, tmp_path / "a", 4, progress=False)
+    (b,) = eval_build.build([12], jsonl, 3, tmp_path / "b", 4, progress=False)
     assert a.read_bytes() == b.read_bytes()
     assert len(eval_data.load_eval_file(a)) == 4
 
 
 def test_build_size_errors(tmp_path: Path, source: Path) -> None:
     pool = N_QUESTIONS * N_PARAS
-    eval_data.build([pool], source, 0, tmp_path, 2, progress=False)  # the maximum
+    eval_build.build([pool], source, 0, tmp_path, 2, progress=False)  # the maximum
     with pytest.raises(EvalDataError, match=f"maximum N is {pool}"):
-        eval_data.build([pool + 1], source, 0, tmp_path, 2, progress=False)
+        eval_build.build([pool + 1], source, 0, tmp_path, 2, progress=False)
     with pytest.raises(EvalDataError, match="at least 10"):
-        eval_data.build([5], source, 0, tmp_path, 2, progress=False)
+        eval_build.build([5], source, 0, tmp_path, 2, progress=False)
     with pytest.raises(EvalDataError, match="num_questions"):
-        eval_data.build([12], source, 0, tmp_path, N_QUESTIONS + 1, progress=False)
+        eval_build.build([12], source, 0, tmp_path, N_QUESTIONS + 1, progress=False)
 
 
 @pytest.mark.parametrize(
@@ -135,7 +135,7 @@ def test_bad_source(tmp_path: Path, mutate, expected: list[str]) -> None:
     mutate(records)
     path = write_json(tmp_path / "dev.json", records)
     with pytest.raises(EvalDataError) as err:
-        eval_data.build([12], path, 0, tmp_path, 2, progress=False)
+        eval_build.build([12], path, 0, tmp_path, 2, progress=False)
     for part in [str(path), *expected]:
         assert part in str(err.value)
 
@@ -144,7 +144,7 @@ def test_bad_source(tmp_path: Path, mutate, expected: list[str]) -> None:
 
 
 def test_iter_streams_build_layout_and_falls_back(tmp_path: Path, source) -> None:
-    (path,) = eval_data.build([12], source, 1, tmp_path, 3, progress=False)
+    (path,) = eval_build.build([12], source, 1, tmp_path, 3, progress=False)
     lines = path.read_text(encoding="utf-8").split("\n")
     assert lines[0] == "[" and lines[-2:] == ["]", ""] and len(lines) == 3 + 3
     streamed = list(eval_data.iter_eval_file(path))
