@@ -21,10 +21,11 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
+
+from .files import atomic_write
 
 #: File extensions understood by :func:`load_rows`.
 SUPPORTED_SUFFIXES = (".parquet", ".jsonl", ".json")
@@ -287,23 +288,16 @@ def write_jsonl_atomic(rows: Iterable[dict], path: str | os.PathLike) -> int:
     bad row), the temporary file is removed and an existing ``path`` is left
     untouched. Returns the number of rows written.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"
-    )
     count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+
+    def write(tmp: Path) -> None:
+        nonlocal count
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+
+    atomic_write(path, write)
     return count
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from .eval_data import (
     EvalDataError,
-    _atomic_write,
     _is_id,
     _nonempty_str,
     eval_file,
 )
+from .files import atomic_write
 
 
 def _source_records(path: Path) -> list[Any]:
@@ -165,6 +165,6 @@ def build(
     written = []
     for n in lengths:
         dest = eval_file(out_root, n)
-        _atomic_write(dest, lambda tmp, n=n: write(tmp, n))
+        atomic_write(dest, lambda tmp, n=n: write(tmp, n))
         written.append(dest)
     return written

@@ -12,10 +12,11 @@ import json
 import os
 import re
 import shutil
-import tempfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+from .files import atomic_write
 
 DEFAULT_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
 HUB_REPO_ID = "BytedTsinghua-SIA/hotpotqa"
@@ -194,19 +195,6 @@ def _hf_hub_download(repo_id: str, filename: str) -> Path:
     return Path(hf_hub_download(repo_id, filename, repo_type="dataset"))
 
 
-def _atomic_write(dest: Path, write: Callable[[Path], None]) -> None:
-    """Run ``write(tmp)`` on a temp file beside ``dest``, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def download(
     data_root: str | os.PathLike,
     lengths: Iterable[int] = DEFAULT_LENGTHS,
@@ -229,6 +217,6 @@ def download(
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         count_eval_samples(cached)
-        _atomic_write(dest, lambda tmp, src=cached: shutil.copyfile(src, tmp))
+        atomic_write(dest, lambda tmp, src=cached: shutil.copyfile(src, tmp))
         written.append(dest)
     return written

@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .files import atomic_write
+
 # Documents per sample (N) -> the paper's nominal context length in tokens.
 PAPER_TOKENS = {
     50: 7_000,
@@ -155,7 +157,7 @@ def plot_accuracy(
     )
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
     return path
 
@@ -166,5 +168,6 @@ def write_report(
     """Write ``results.md`` and ``accuracy.png`` into ``output_dir``."""
     out = Path(output_dir)
     md = out / "results.md"
-    md.write_text(results_markdown(summary, title), encoding="utf-8")
+    text = results_markdown(summary, title)
+    atomic_write(md, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return md, plot_accuracy(summary, out / "accuracy.png", title)

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from .files import atomic_write
 from .reward import exact_match, extract_boxed, f1, sub_em
 
 RECORD_KEYS = (
@@ -251,7 +252,5 @@ def summarize(
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
     """Write JSON to a temp file and rename it over ``path``."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", "utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text, "utf-8"))
