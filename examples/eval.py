@@ -70,7 +70,10 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
                 a for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",") if a
             ]
             if config.standin.enabled:
-                addrs = [stack.enter_context(standin_server(config))]
+                from memagent_workflow.standin import standin_server
+
+                log_file = Path(config.eval.output_dir) / "standin_server.log"
+                addrs = [stack.enter_context(standin_server(config, log_file))]
             engine = RemoteSGLangEngine(rollout)
             try:  # without addresses: servers registered under rollout.experiment/trial
                 engine.initialize(addr=addrs or None, train_data_parallel_size=1)
@@ -106,27 +109,6 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
     engine = RemoteSGLangEngine.as_controller(config.rollout, scheduler)
     engine.initialize(role="eval-rollout", server_args=server_args)
     return engine
-
-
-@contextlib.contextmanager
-def standin_server(config: MemAgentEvalConfig) -> Iterator[str]:
-    """Build the tiny model at ``actor.path`` if needed and serve it on CPU."""
-    from memagent_workflow.local_launch import start_local_server
-    from memagent_workflow.tiny import build_tiny_model
-
-    cfg = config.standin
-    build_tiny_model(config.actor.path, seed=cfg.seed)
-    log_file = Path(config.eval.output_dir) / "standin_server.log"
-    server = start_local_server(
-        config.actor.path, port=cfg.port or None, seed=cfg.seed, log_file=log_file
-    )
-    logger.info(
-        f"CPU stand-in server (tiny random model, not a result) at {server.addr}"
-    )
-    try:
-        yield server.addr
-    finally:
-        server.stop()
 
 
 # ------------------------------------------------------------------ the run

@@ -8,7 +8,7 @@ Hugging Face causal LM in float32 on CPU (see ``local_engine``). Use it with
 
 Behaviour notes:
 
-* Logprobs follow SGLang's default convention (see ``sampling``).
+* Logprobs follow SGLang's default convention (see ``local_protocol``).
 * ``/pause_generation`` aborts running requests (they return the tokens made
   so far with ``finish_reason.type == "abort"``); requests that arrive while
   paused wait in the queue until ``/continue_generation`` (as SGLang does),

@@ -75,10 +75,31 @@ def spmd_env(server_addr: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
+def standin_server(config: MemAgentGRPOConfig, log_file: Path) -> Iterator[str]:
+    """The tiny model at ``actor.path`` (built if missing), served on CPU.
+
+    Yields ``standin.server_addr`` when set (a server someone else runs), else the
+    address of a stand-in server started here and stopped on exit.
+    """
+    cfg = config.standin
+    build_tiny_model(config.actor.path, seed=cfg.seed)
+    if cfg.server_addr:
+        yield cfg.server_addr
+        return
+    server = start_local_server(
+        config.actor.path, port=cfg.port or None, seed=cfg.seed, log_file=log_file
+    )
+    logger.info(f"CPU stand-in server (not a production engine) at {server.addr}")
+    try:
+        yield server.addr
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
 def cpu_standin(config: MemAgentGRPOConfig) -> Iterator[str]:
     """Model, data, server and environment for a CPU run; yields the server address."""
     cfg = config.standin
-    build_tiny_model(config.actor.path, seed=cfg.seed)
     ensure_synthetic(
         config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg.synthetic_docs
     )
@@ -96,27 +117,15 @@ def cpu_standin(config: MemAgentGRPOConfig) -> Iterator[str]:
     )
     allow_missing_sglang()
     install_packed_sdpa()
-    server = None
-    if cfg.server_addr:
-        addr = cfg.server_addr
-    else:
-        server = start_local_server(
-            config.actor.path,
-            port=cfg.port or None,
-            seed=cfg.seed,
-            log_file=Path(config.cluster.fileroot) / "standin" / "server.log",
-        )
-        addr = server.addr
-    saved = {k: os.environ.get(k) for k in spmd_env("")}
-    os.environ.update(spmd_env(addr))
-    logger.info(f"CPU stand-in server (not a production engine) at {addr}")
-    try:
-        yield addr
-    finally:
-        if server is not None:
-            server.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+    log_file = Path(config.cluster.fileroot) / "standin" / "server.log"
+    with standin_server(config, log_file) as addr:
+        saved = {k: os.environ.get(k) for k in spmd_env("")}
+        os.environ.update(spmd_env(addr))
+        try:
+            yield addr
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
