@@ -31,7 +31,7 @@ from memagent_workflow.config import (
 logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
-REQUIRED = ("question", "context", "answers")
+REQUIRED = ("id", "question", "context", "answers")
 
 
 def load_rows(path: str, role: str) -> Dataset:
