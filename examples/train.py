@@ -13,14 +13,13 @@ import os
 import sys
 from pathlib import Path
 
-from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from areal.utils.saver import Saver
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
-    config_sections,
+    load_run_config,
     workflow_kwargs,
 )
 from memagent_workflow.trainer import MemAgentPPOTrainer
@@ -71,11 +70,7 @@ def train(config: MemAgentGRPOConfig) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config_cls = MemAgentGRPOConfig
-    if "standin" in config_sections(argv):
-        from standin.config import StandinGRPOConfig as config_cls
-    config, _ = load_expr_config(argv, config_cls)
-    return config
+    return load_run_config(argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig")
 
 
 def main(argv: list[str]) -> None:

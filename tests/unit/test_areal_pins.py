@@ -30,7 +30,9 @@ def test_export_and_commit_stats_is_what_memagent_mirrors():
         "epoch",
         "epoch_step",
         "global_step",
-    ], "AReaL changed PPOTrainer._export_and_commit_stats; update memagent_workflow/trainer.py"
+    ], (
+        "AReaL changed PPOTrainer._export_and_commit_stats; update memagent_workflow/trainer.py"
+    )
     source = body_lines(inspect.getsource(method))
     for line in body_lines(MIRRORED):
         assert line in source, (
