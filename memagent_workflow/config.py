@@ -41,6 +41,20 @@ class MemAgentConfig:
     initial_memory: str = field(
         default="No previous memory", metadata={"help": "Memory before turn 1."}
     )
+    train_memory_turns: bool = field(
+        default=True,
+        metadata={
+            "help": "Train on the memory turns too (off: an ablation in which "
+            "only the final answer is trained)."
+        },
+    )
+
+    def __post_init__(self):
+        if not (self.train_memory_turns or self.train_final_turn):
+            raise ValueError(
+                "memagent.train_memory_turns and memagent.train_final_turn are both "
+                "false: no row would be trained"
+            )
 
 
 @dataclass

@@ -115,13 +115,13 @@ def _split_once(text: str, slot: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def memory_update_template(tokenizer, question: str) -> PromptTemplate:
+def memory_update_template(
+    tokenizer, question: str, template: str = MEMORY_UPDATE_PROMPT
+) -> PromptTemplate:
     """Template of a memory turn: instruction, question, memory, section."""
     text = render_chat(
         tokenizer,
-        MEMORY_UPDATE_PROMPT.format(
-            question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT
-        ),
+        template.format(question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
     )
     before, rest = _split_once(text, MEMORY_SLOT)
     middle, after = _split_once(rest, CHUNK_SLOT)
@@ -132,10 +132,12 @@ def memory_update_template(tokenizer, question: str) -> PromptTemplate:
     )
 
 
-def final_answer_template(tokenizer, question: str) -> PromptTemplate:
+def final_answer_template(
+    tokenizer, question: str, template: str = FINAL_ANSWER_PROMPT
+) -> PromptTemplate:
     """Template of the final turn: instruction, question, memory; no chunk."""
     text = render_chat(
-        tokenizer, FINAL_ANSWER_PROMPT.format(question=question, memory=MEMORY_SLOT)
+        tokenizer, template.format(question=question, memory=MEMORY_SLOT)
     )
     before, after = _split_once(text, MEMORY_SLOT)
     return PromptTemplate(

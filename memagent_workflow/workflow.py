@@ -120,6 +120,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         adv_std_norm: bool = False,
         train_final_turn: bool = True,
         initial_memory: str = "No previous memory",
+        train_memory_turns: bool = True,
     ):
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
@@ -133,6 +134,8 @@ class MemAgentWorkflow(RolloutWorkflow):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if max_chunks is not None and max_chunks < 1:
             raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
+        if not (train_memory_turns or train_final_turn):
+            raise ValueError("train_memory_turns and train_final_turn are both False")
         self.tokenizer = tokenizer
         self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
         self.chunk_tokens = chunk_tokens
@@ -140,6 +143,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.group_size = group_size
         self.adv_std_norm = adv_std_norm
         self.train_final_turn = train_final_turn
+        self.train_memory_turns = train_memory_turns
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=max_memory_tokens
         )
@@ -180,12 +184,16 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
 
         turns = [t for e in episodes for t in e.turns]
-        row_advantages = [
-            a for e, a in zip(episodes, advantages, strict=True) for _ in e.turns
-        ]
+        row_advantages = self.row_advantages(episodes, advantages)
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
         return await asyncio.to_thread(pad_rows, turns, row_advantages)
+
+    def row_advantages(
+        self, episodes: list[Episode], advantages: list[float]
+    ) -> list[float]:
+        """One advantage per row: every turn of an episode gets the episode's."""
+        return [a for e, a in zip(episodes, advantages, strict=True) for _ in e.turns]
 
     async def read_document(self, data: dict[str, Any]) -> Document:
         """Tokenise the context once (off the event loop) and cut it into chunks."""
@@ -213,7 +221,13 @@ class MemAgentWorkflow(RolloutWorkflow):
         memory = self.initial_memory
         for chunk in doc.chunks:
             prompt = doc.memory_prompt.build(memory, chunk)
-            turn = await self.generate(engine, rid, prompt, self.memory_gconfig)
+            turn = await self.generate(
+                engine,
+                rid,
+                prompt,
+                self.memory_gconfig,
+                trainable=self.train_memory_turns,
+            )
             memory = self.next_memory(turn, ep)
             self.account(ep, turn, keep_turns)
         prompt = doc.final_prompt.build(memory)

@@ -1,8 +1,15 @@
-"""Synthetic HotpotQA-shaped questions for CPU runs and tests.
+"""Synthetic questions for CPU runs and tests, a pure function of their arguments.
 
-Each sample is a two-hop question over made-up people, towns, countries and
-companies, whose two supporting documents sit among distractor documents, in
-the original "Document i:\\ntitle\\nparagraph" format. Same (n, seed) -> same data.
+Two tasks:
+
+* ``make_synthetic``: HotpotQA-shaped two-hop questions over made-up people,
+  towns, countries and companies, whose two supporting documents sit among
+  distractor documents, in the original "Document i:\\ntitle\\nparagraph" format.
+* ``make_needle``: a needle task small enough for a tiny model to *learn* with
+  GRPO on CPU. One sentence of the context says "code of NAME is WORD ."; the
+  question asks for NAME's code; WORD is one of ``NEEDLE_ANSWERS``. Every
+  sentence has ``NEEDLE_SENTENCE_WORDS`` words, so with a word-level tokenizer
+  and ``chunk_tokens`` equal to that, each chunk is exactly one sentence.
 """
 
 from __future__ import annotations
@@ -133,3 +140,71 @@ def make_synthetic(n: int, seed: int, num_docs: int = 20) -> list[dict]:
         raise ValueError(f"num_docs must be in [2, {max_docs}], got {num_docs}")
     rng = random.Random(seed)
     return [_synthetic_sample(rng, f"synthetic-{seed}-{i}", num_docs) for i in range(n)]
+
+
+# ------------------------------------------------------------------ needle task
+
+NEEDLE_ANSWERS = ("red", "blue", "green", "gold")
+NEEDLE_NAMES = tuple(
+    "ann bob cat dan eve fay gus hal ivy jon kim lou max ned oli pam".split()
+)
+_NEEDLE_FOODS = tuple("tea cake soup jam rice milk figs nuts".split())
+NEEDLE_SENTENCE_WORDS = 6  # words (and tokens of the task tokenizer) per sentence
+
+
+def _needle_sentence(name: str, answer: str) -> str:
+    return f"code of {name} is {answer} ."
+
+
+def _filler_sentence(rng: random.Random) -> str:
+    food, other = rng.sample(_NEEDLE_FOODS, 2)
+    return f"{rng.choice(NEEDLE_NAMES)} likes {food} and {other} ."
+
+
+def needle_words() -> list[str]:
+    """Every word the needle task writes (for a word-level tokenizer)."""
+    words = [
+        *"code of is likes and what the ? .".split(),
+        *NEEDLE_ANSWERS,
+        *NEEDLE_NAMES,
+        *_NEEDLE_FOODS,
+    ]
+    return list(dict.fromkeys(words))
+
+
+def make_needle(
+    n: int, seed: int, chunks: int = 1, distractors: bool = False
+) -> list[dict]:
+    """``n`` needle questions of ``chunks`` sentences each; same arguments -> same rows.
+
+    The needle sits in a uniformly drawn sentence; the other sentences are
+    filler ("NAME likes FOOD and FOOD ."), or with ``distractors`` the codes of
+    other names, so that the memory must keep the code of the asked name only.
+    """
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    if chunks < 1:
+        raise ValueError(f"chunks must be >= 1, got {chunks}")
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        name, answer = rng.choice(NEEDLE_NAMES), rng.choice(NEEDLE_ANSWERS)
+        where = rng.randrange(chunks)
+        others = [x for x in NEEDLE_NAMES if x != name]
+        sentences = [
+            _needle_sentence(name, answer)
+            if k == where
+            else _needle_sentence(rng.choice(others), rng.choice(NEEDLE_ANSWERS))
+            if distractors
+            else _filler_sentence(rng)
+            for k in range(chunks)
+        ]
+        rows.append(
+            {
+                "id": f"needle-{seed}-{i}",
+                "question": f"what is the code of {name} ?",
+                "context": " ".join(sentences),
+                "answers": [answer],
+            }
+        )
+    return rows

@@ -1,0 +1,315 @@
+"""A tiny model that can *learn* the needle task with GRPO on CPU, built offline.
+
+Three parts, all deterministic (the same spec gives the same files) and cached
+in the output folder like ``tiny_model``:
+
+* a word-level tokenizer over the needle task's words and the prompts' words,
+  so every answer word is one token and a sentence of the task is one chunk;
+* a small Qwen2 (2 layers, hidden 64: ~80K parameters);
+* a format warm start: plain supervised training on demonstrations rendered
+  with the run's own prompts, in which a memory turn writes one answer word
+  drawn at random (not the needle's) and the final turn boxes the word found in
+  memory. The model then knows the format but not the task: it starts at
+  chance, 1 / len(NEEDLE_ANSWERS), and only RL can teach the memory turn to
+  keep the needle.
+
+    python -m standin.needle_model --out /tmp/needle-model [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from areal.utils import logging
+from tokenizers import AddedToken, Tokenizer, models, pre_tokenizers
+from transformers import (
+    GenerationConfig,
+    PreTrainedTokenizerFast,
+    Qwen2Config,
+    Qwen2ForCausalLM,
+)
+
+from memagent_workflow.chunking import chunk_views
+from memagent_workflow.context import encode_context
+from memagent_workflow.data.synthetic import NEEDLE_ANSWERS, make_needle, needle_words
+from memagent_workflow.prompts import final_answer_template, memory_update_template
+from standin.build_cache import cached_build
+
+logger = logging.getLogger("NeedleModel")
+
+# Bump when anything that changes the built files changes.
+NEEDLE_BUILD_VERSION = 1
+
+ENDOFTEXT, IM_START, IM_END, UNKNOWN = (
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<unk>",
+)
+BOX_OPEN, BOX_CLOSE = "\\boxed{", "}"
+
+# ChatML without a system prompt: every token of a prompt is the task's.
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content']"
+    " + '<|im_end|>\\n' -}}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}"
+)
+
+
+@dataclass(frozen=True)
+class NeedleModelSpec:
+    """Everything the build depends on (the cache key, with the prompt texts)."""
+
+    memory_prompt: str
+    final_prompt: str
+    initial_memory: str = "none"
+    chunk_tokens: int = 6
+    chunks: int = 1
+    distractors: bool = False
+    memory_tokens: int = 1  # a memory of one word: no EOS after it
+    seed: int = 0
+    hidden_size: int = 64
+    layers: int = 2
+    warm_start_steps: int = 400
+    warm_start_lr: float = 3e-3
+    warm_start_questions: int = 32  # per step
+
+    def key(self) -> dict:
+        return {"version": NEEDLE_BUILD_VERSION, **asdict(self)}
+
+
+def words_of(text: str) -> list[str]:
+    """White-space separated words of a template, slots and braces removed."""
+    text = text.format(question=" ", memory=" ", chunk=" ")
+    return text.split()
+
+
+def build_tokenizer(spec: NeedleModelSpec) -> PreTrainedTokenizerFast:
+    """Word-level tokenizer: one token per white-space separated word."""
+    words = [
+        "user",
+        "assistant",
+        BOX_CLOSE,
+        *needle_words(),
+        *words_of(spec.memory_prompt),
+        *words_of(spec.final_prompt),
+        *spec.initial_memory.split(),
+    ]
+    vocab = {w: i for i, w in enumerate(dict.fromkeys([UNKNOWN, *words]))}
+    raw = Tokenizer(models.WordLevel(vocab, unk_token=UNKNOWN))
+    raw.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    raw.add_tokens([AddedToken(BOX_OPEN, normalized=False)])
+    raw.add_special_tokens(
+        [AddedToken(t, special=True) for t in (ENDOFTEXT, IM_START, IM_END)]
+    )
+    return PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        unk_token=UNKNOWN,
+        eos_token=IM_END,
+        pad_token=ENDOFTEXT,
+        additional_special_tokens=[IM_START, IM_END],
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=512,
+        clean_up_tokenization_spaces=False,
+    )
+
+
+def build_model(spec: NeedleModelSpec, tokenizer) -> Qwen2ForCausalLM:
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    config = Qwen2Config(
+        vocab_size=-(-len(tokenizer) // 8) * 8,
+        hidden_size=spec.hidden_size,
+        intermediate_size=2 * spec.hidden_size,
+        num_hidden_layers=spec.layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        tie_word_embeddings=False,
+        use_sliding_window=False,
+        bos_token_id=pad,
+        eos_token_id=eos,
+        pad_token_id=pad,
+        dtype="float32",
+    )
+    torch.manual_seed(spec.seed)
+    model = Qwen2ForCausalLM(config)
+    model.generation_config = GenerationConfig(
+        bos_token_id=pad, eos_token_id=[eos, pad], pad_token_id=pad
+    )
+    return model
+
+
+class Demos:
+    """Format-only demonstrations, rendered exactly as the workflow renders turns."""
+
+    def __init__(self, spec: NeedleModelSpec, tokenizer):
+        self.spec, self.tok = spec, tokenizer
+        self.rng = random.Random(spec.seed)
+        self.templates: dict[str, tuple] = {}
+        self.answer_ids = [self.encode(a) for a in NEEDLE_ANSWERS]
+        self.answer_lists = [a.tolist() for a in self.answer_ids]
+        self.initial_memory = self.encode(spec.initial_memory)
+        self.box = [self.encode(BOX_OPEN), self.encode(BOX_CLOSE)]
+        unknown = tokenizer.convert_tokens_to_ids(UNKNOWN)
+        for name, words in [
+            ("memory_prompt", words_of(spec.memory_prompt)),
+            ("final_prompt", words_of(spec.final_prompt)),
+            ("initial_memory", spec.initial_memory.split()),
+        ]:
+            if unknown in self.encode(" ".join(words)):
+                raise ValueError(f"{name}: {words} has words the tokenizer lacks")
+
+    def encode(self, text: str) -> np.ndarray:
+        return np.asarray(
+            self.tok.encode(text, add_special_tokens=False), dtype=np.int32
+        )
+
+    def prompts(self, question: str):
+        if question not in self.templates:
+            self.templates[question] = (
+                memory_update_template(self.tok, question, self.spec.memory_prompt),
+                final_answer_template(self.tok, question, self.spec.final_prompt),
+            )
+        return self.templates[question]
+
+    def boxed(self, word: np.ndarray) -> list[int]:
+        return [*self.box[0], *word, *self.box[1], self.tok.eos_token_id]
+
+    def batch(self, n: int) -> list[tuple[np.ndarray, list[int]]]:
+        """(prompt, target) pairs for every turn of ``n`` random questions."""
+        spec = self.spec
+        eos = [self.tok.eos_token_id] if spec.memory_tokens > 1 else []
+        pairs = []
+        seed = self.rng.randrange(1 << 30)
+        for row in make_needle(n, seed, spec.chunks, spec.distractors):
+            memory_t, final_t = self.prompts(row["question"])
+            memory = self.initial_memory
+            ids = encode_context(self.tok, row["context"])
+            for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
+                # Any answer word, whatever the chunk says: format, not task.
+                written = self.rng.choice(self.answer_ids)
+                pairs.append((memory_t.build(memory, chunk), [*written, *eos]))
+                memory = written
+            pairs.append((final_t.build(memory), self.boxed(memory)))
+        return pairs
+
+
+def _padded(pairs, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-padded ``input_ids`` and a mask of the target tokens."""
+    width = max(len(p) + len(t) for p, t in pairs)
+    ids = torch.full((len(pairs), width), pad_id, dtype=torch.long)
+    target = torch.zeros(len(pairs), width, dtype=torch.bool)
+    for i, (prompt, answer) in enumerate(pairs):
+        seq = [*prompt.tolist(), *answer]
+        ids[i, : len(seq)] = torch.tensor(seq)
+        target[i, len(prompt) : len(seq)] = True
+    return ids, target
+
+
+def warm_start(model, demos: Demos) -> float:
+    """Supervised steps on format demonstrations; returns the last loss."""
+    spec = demos.spec
+    opt = torch.optim.Adam(model.parameters(), lr=spec.warm_start_lr)
+    model.train()
+    loss = torch.tensor(0.0)
+    for step in range(spec.warm_start_steps):
+        ids, target = _padded(
+            demos.batch(spec.warm_start_questions), demos.tok.pad_token_id
+        )
+        logits = model(input_ids=ids).logits[:, :-1]  # right padding: causal
+        loss = torch.nn.functional.cross_entropy(
+            logits[target[:, 1:]], ids[:, 1:][target[:, 1:]]
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if (step + 1) % 100 == 0:
+            logger.info(f"warm start step {step + 1}: loss {loss.item():.4f}")
+    model.eval()
+    return loss.item()
+
+
+@torch.no_grad()
+def check_format(model, demos: Demos) -> None:
+    """The warm start taught the format: greedy turns are well-formed.
+
+    A memory turn writes an answer word; the final turn boxes the memory's word.
+    """
+    for prompt, target in demos.batch(8):
+        ids = torch.tensor([prompt.tolist()])
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=len(target),
+            do_sample=False,
+        )[0, ids.shape[1] :].tolist()
+        is_final = len(target) > demos.spec.memory_tokens
+        ok = out == target if is_final else out[:1] in demos.answer_lists
+        if not ok:
+            raise RuntimeError(
+                f"the warm start did not teach the format: {demos.tok.decode(out)!r} "
+                f"after {demos.tok.decode(prompt.tolist())!r}"
+            )
+
+
+def _write(out: Path, spec: NeedleModelSpec) -> None:
+    tokenizer = build_tokenizer(spec)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # the same float sums on any machine
+    try:
+        with torch.random.fork_rng(devices=[]):
+            model = build_model(spec, tokenizer)
+            demos = Demos(spec, tokenizer)
+            loss = warm_start(model, demos)
+            check_format(model, demos)
+    finally:
+        torch.set_num_threads(threads)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    logger.info(
+        f"needle model: {sum(p.numel() for p in model.parameters()):,} parameters, "
+        f"{len(tokenizer)} tokens, warm-start loss {loss:.4f}"
+    )
+
+
+def build_needle_model(
+    out_dir: str | Path, spec: NeedleModelSpec, overwrite: bool = False
+) -> Path:
+    """Build (or reuse) the warm-started needle model in ``out_dir``."""
+    return cached_build(
+        out_dir, spec.key(), lambda out: _write(out, spec), overwrite=overwrite
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """CLI entry point."""
+    import yaml
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--prompts", default="prompts/needle.yaml")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--chunks", type=int, default=1)
+    ap.add_argument("--distractors", action="store_true")
+    ap.add_argument("--overwrite", action="store_true")
+    args = ap.parse_args(argv)
+    texts = yaml.safe_load(Path(args.prompts).read_text())
+    spec = NeedleModelSpec(
+        memory_prompt=texts["memory_update"],
+        final_prompt=texts["final_answer"],
+        seed=args.seed,
+        chunks=args.chunks,
+        distractors=args.distractors,
+    )
+    print(build_needle_model(args.out, spec, args.overwrite))
+
+
+if __name__ == "__main__":
+    main()
