@@ -10,6 +10,7 @@ engine's record of each call, not from the rows.
 """
 
 import asyncio
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,6 +24,7 @@ from tests.fakes import MemoryScript, ScriptedEngine
 GROUP = 3
 CHUNK = 24
 MEMORY = 12
+ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = ["\\boxed{river}", "\\boxed{lake}", "no box"]  # rewards 1, 0, 0
 ADVANTAGE = {0: 2 / 3, 1: -1 / 3, 2: -1 / 3}
 QUESTIONS = [
@@ -46,7 +48,9 @@ def tokenizer(tiny_model_dir):
 @pytest.fixture(scope="module")
 def actor_config(tmp_path_factory):
     root = tmp_path_factory.mktemp("gae")
-    cfg = load_config(["--config", "config.yaml", f"cluster.fileroot={root}"])
+    cfg = load_config(
+        ["--config", str(ROOT / "config.yaml"), f"cluster.fileroot={root}"]
+    )
     actor = cfg.actor
     # the recipe leaves the workflow's advantage alone ...
     assert actor.reward_norm is None and actor.adv_norm is None
