@@ -160,6 +160,7 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
         # per call of the survivors; the failed episode's calls do not count
         "turn_latency_s": sum(c.latency for c in calls) / len(calls),
         "episodes_failed": 1,
+        "item_rejected": 0.0,
         "rows": 3 * (n_chunks + 1),
         "oldest_version": min(min(c.versions) for c in calls),
         # per memory turn, not per call
