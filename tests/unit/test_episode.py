@@ -138,3 +138,33 @@ def test_an_empty_document_is_answered_from_the_initial_memory(tokenizer):
         tokenizer, engine.script, 0, []
     )
     assert traj["input_ids"].shape[0] == 1
+
+
+def test_the_eval_workflow_runs_the_same_episode(tokenizer, doc_ids):
+    from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
+
+    chunks = [doc_ids[i : i + CHUNK] for i in range(0, len(doc_ids), CHUNK)]
+    wf = MemAgentEvalWorkflow(
+        gconfig=GenerationHyperparameters(max_tokens=4096),
+        tokenizer=tokenizer,
+        chunk_tokens=CHUNK,
+        max_memory_tokens=MEMORY,
+        max_final_tokens=FINAL,
+        initial_memory=INITIAL,
+    )
+    answer = "It flows north, so \\boxed{the river 7}"
+    engine = ScriptedEngine(MemoryScript(tokenizer, len(chunks), [answer], MEMORY))
+    item = {
+        "id": "q7",
+        "question": QUESTION,
+        "context": CONTEXT,
+        "answers": ["river 7"],
+    }
+    rec = asyncio.run(wf.arun_episode(engine, item))
+    assert [c.input_ids for c in engine.calls] == expected_prompts(
+        tokenizer, engine.script, 0, chunks
+    )
+    assert rec["prediction"] == answer and rec["boxed"] == "the river 7"
+    assert (rec["sub_em"], rec["em"], rec["f1"], rec["error"]) == (1.0, 1.0, 1.0, None)
+    assert rec["n_chunks"] == len(chunks) and rec["context_tokens"] == len(doc_ids)
+    assert rec["output_tokens"] == sum(len(c.output_ids) for c in engine.calls)
