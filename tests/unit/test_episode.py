@@ -61,11 +61,11 @@ def run_group(tokenizer, n_chunks, group_size=2, answers=("\\boxed{river}",), **
     return traj, engine, script
 
 
-def expected_prompts(tokenizer, script, episode, chunks):
+def expected_prompts(tokenizer, script, episode, chunks, initial=INITIAL):
     """Every prompt of one episode, built from the template pieces by hand."""
     mem = memory_update_template(tokenizer, QUESTION)
     fin = final_answer_template(tokenizer, QUESTION)
-    initial = tokenizer.encode(INITIAL, add_special_tokens=False)
+    initial = tokenizer.encode(initial, add_special_tokens=False)
     pieces = lambda a: [int(t) for t in a]  # noqa: E731
     memory, prompts = initial, []
     for k, chunk in enumerate(chunks):
@@ -123,19 +123,19 @@ def test_a_cut_document_shows_its_head_and_tail_exactly(tokenizer, doc_ids):
     )
 
 
-def test_an_empty_document_is_answered_from_the_initial_memory(tokenizer):
+def test_an_empty_document_is_answered_from_the_default_initial_memory(tokenizer):
     wf = MemAgentWorkflow(
         gconfig=GenerationHyperparameters(max_tokens=4096),
         tokenizer=tokenizer,
         max_final_tokens=FINAL,
         group_size=1,
-        initial_memory=INITIAL,
     )
     engine = ScriptedEngine(MemoryScript(tokenizer, 0, ["\\boxed{x}"], MEMORY))
     item = {"id": "q", "question": QUESTION, "context": "", "answers": ["x"]}
     traj = asyncio.run(wf.arun_episode(engine, item))
+    # MemAgent's initial memory text
     assert [c.input_ids for c in engine.calls] == expected_prompts(
-        tokenizer, engine.script, 0, []
+        tokenizer, engine.script, 0, [], initial="No previous memory"
     )
     assert traj["input_ids"].shape[0] == 1
 
