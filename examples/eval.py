@@ -29,10 +29,11 @@ from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import config_sections, workflow_kwargs
+from memagent_workflow.config import config_sections
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
+    check_workflow,
     prepare_output,
     scan_lengths,
 )
@@ -114,14 +115,17 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
 
 
 def run_length(
-    engine: Any, config: MemAgentEvalConfig, n: int, answers: dict[str, list[str]]
+    engine: Any,
+    config: MemAgentEvalConfig,
+    n: int,
+    answers: dict[str, list[str]],
+    kwargs: dict[str, Any],
 ) -> None:
     """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
     ev = config.eval
     out_path = results.results_path(ev.output_dir, n)
     done = results.scored_ids(results.read_records(out_path))
     todo = {i for i in answers if i not in done}
-    kwargs = workflow_kwargs(config, gconfig=config.gconfig, max_retries=ev.max_retries)
     bar = tqdm(
         total=len(answers),
         initial=len(answers) - len(todo),
@@ -245,8 +249,11 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
     if hasattr(config, "standin"):
         from standin.cpu_job import ensure_synthetic_eval
+        from standin.tiny_model import build_tiny_model
 
         ensure_synthetic_eval(config)
+        build_tiny_model(config.actor.path, seed=config.standin.seed)
+    kwargs = check_workflow(config)
     ids = scan_lengths(config)
     out = prepare_output(config)
     todo = [
@@ -258,7 +265,7 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     if todo:
         with open_engine(config) as engine:
             for n in todo:
-                run_length(engine, config, n, ids[n])
+                run_length(engine, config, n, ids[n], kwargs)
                 write_summary(config, ids)
     else:
         logger.info("every sample is already scored; rewriting the summary only")

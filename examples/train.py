@@ -25,8 +25,10 @@ from datasets import Dataset, load_dataset
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
     config_sections,
+    warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentTrain")
 
@@ -89,12 +91,33 @@ class StepReport:
             f.write(json.dumps(line) + "\n")
 
 
+def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
+    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.memagent.warmup_steps
+    if steps is None or config.actor.optimizer is None:
+        return
+    total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
+    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, total)
+    if steps > total:
+        logger.warning(f"warm-up of {steps} steps is longer than the run ({total})")
+    logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
+
+
 def train(config: MemAgentGRPOConfig) -> None:
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
-    eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
+    set_warmup(config, len(train_set))
+    eval_kwargs = workflow_kwargs(
+        config,
+        gconfig=config.eval_gconfig,
+        group_size=config.memagent.valid_group_size,
+    )
+    # Build both workflows once here: a bad prompts file, reward name or token
+    # budget fails now, with its message, before any server or worker starts.
+    MemAgentWorkflow(**workflow_kwargs(config))
+    MemAgentWorkflow(**eval_kwargs)
     with PPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:

@@ -17,6 +17,7 @@ from areal.utils import logging
 
 from memagent_workflow.eval import results, sets
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -30,17 +31,36 @@ class EvalRefused(RuntimeError):
 # ------------------------------------------------------------------ checks
 
 
+# memagent fields that do not change what an eval run measures.
+_TRAIN_ONLY = (
+    "group_size",
+    "adv_std_norm",
+    "train_final_turn",
+    "reward",
+    "valid_group_size",
+    "warmup_steps",
+)
+
+
 def run_config(config: MemAgentEvalConfig) -> dict[str, Any]:
-    """What must not change between a run and its resumption."""
+    """What must not change between a run and its resumption.
+
+    The prompts enter by their text, not their file name.
+    """
     g = config.gconfig
+    memagent = {
+        k: v for k, v in asdict(config.memagent).items() if k not in _TRAIN_ONLY
+    }
+    prompts = load_prompts(memagent.pop("prompts"))
+    if prompts.source != "built-in":
+        memagent["prompts"] = {
+            "memory_update": prompts.memory_update,
+            "final_answer": prompts.final_answer,
+        }
     return {
         "model": config.actor.path,
         "tokenizer": config.tokenizer_path,
-        "memagent": {
-            k: v
-            for k, v in asdict(config.memagent).items()
-            if k not in ("group_size", "adv_std_norm", "train_final_turn")
-        },
+        "memagent": memagent,
         "sampling": {
             "temperature": g.temperature,
             "top_p": g.top_p,
@@ -71,6 +91,22 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
                 logger.warning(f"eval.resume=false: moved {f} to {f.name}.bak")
     results.write_json_atomic(path, current)
     return out
+
+
+def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
+    """The eval workflow's kwargs, after building it once: a bad prompts file or
+    token budget stops the run here, before any server starts."""
+    from memagent_workflow.config import workflow_kwargs
+    from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
+
+    try:
+        kwargs = workflow_kwargs(
+            config, gconfig=config.gconfig, max_retries=config.eval.max_retries
+        )
+        MemAgentEvalWorkflow(**kwargs)
+    except ValueError as exc:  # PromptFileError included
+        raise EvalRefused(str(exc)) from exc
+    return kwargs
 
 
 def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
