@@ -274,6 +274,7 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "
             + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
+            + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
         )
     logger.info(f"results in {config.eval.output_dir}/results.md")
 

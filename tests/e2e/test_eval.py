@@ -75,8 +75,28 @@ def test_summary_counts_failures_and_missing_in_the_denominator(tmp_path):
     timing = [{"length": 50, "wall_s": 2.0, "samples": 3, "output_tokens": 100}]
     row = results.summarize_length(50, recs, ["a", "b", "c", "d"], timing)
     assert (row["n"], row["failures"], row["missing"]) == (3, 1, 1)
-    assert row["sub_em"] == pytest.approx(100 / 3)
+    assert row["non_failed"] == 2
+    assert row["sub_em"] == pytest.approx(100 / 3)  # failures count as wrong
+    assert row["sub_em_non_failed"] == pytest.approx(50.0)  # the original's way
+    assert row["em_non_failed"] == pytest.approx(50.0)
     assert row["mean_chunks"] == 3.0 and row["tokens_per_s"] == 50.0
+
+
+def test_report_shows_both_denominators(tmp_path):
+    recs = {
+        "a": results.make_record("a", ["x"], "\\boxed{x}"),
+        "b": results.make_record("b", ["x"], None, error="engine down"),
+        "c": results.make_record("c", ["x"], None, error="engine down"),
+        "d": results.make_record("d", ["x"], "\\boxed{y}"),
+    }
+    rows = [results.summarize_length(50, recs)]
+    summary = {"meta": {"denominators": "..."}, "lengths": rows}
+    text = report.results_markdown(summary)
+    # n 4, 2 failed: 1 right of 4 (all) = 25%, 1 right of 2 (non-failed) = 50%
+    assert "| 50 | 7K | 4 | 2 | - | 25.00 | 50.00 | 25.00 | 50.00 |" in text
+    assert "| **this run** (all) | 25.00 |" in text
+    assert "| this run (non-failed) | 50.00 |" in text
+    assert "sub-EM (all) | sub-EM (non-failed)" in text
 
 
 def test_report_sets_our_row_beside_the_paper(tmp_path):
@@ -84,7 +104,7 @@ def test_report_sets_our_row_beside_the_paper(tmp_path):
     summary = {"meta": {"label": "mine"}, "lengths": rows}
     md, png = report.write_report(summary, tmp_path)
     text = md.read_text()
-    assert "| **this run** | 0.00 |" in text
+    assert "| **this run** (all) | 0.00 |" in text
     assert "| RL-MemAgent-14B (paper) | 83.59 |" in text
     assert png.stat().st_size > 10_000
 
@@ -353,8 +373,10 @@ def test_summary_matches_the_jsonl(killed_then_resumed):
             assert row[key] == pytest.approx(
                 100 * sum(r[key] for r in recs) / len(recs)
             )
+            assert row[f"{key}_non_failed"] == pytest.approx(row[key])  # none failed
         assert row["mean_chunks"] == pytest.approx(
             sum(r["n_chunks"] for r in recs) / len(recs)
         )
         assert row["mean_chunks"] >= 2 and row["wall_s"] > 0 and row["tokens_per_s"] > 0
+    assert "over the samples that did not fail" in summary["meta"]["denominators"]
     assert (out / "results.md").is_file() and (out / "accuracy.png").is_file()
