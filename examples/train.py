@@ -14,6 +14,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from areal import PPOTrainer
 from areal.api.cli_args import load_expr_config
@@ -103,21 +104,30 @@ def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
     logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
 
 
+def checked_workflow_kwargs(
+    config: MemAgentGRPOConfig,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Training and validation workflow kwargs, each workflow built once here: a
+    bad prompts file, reward name or token budget fails now, with its message,
+    before any server or worker starts."""
+    train_kwargs = workflow_kwargs(config)
+    eval_kwargs = workflow_kwargs(
+        config,
+        gconfig=config.eval_gconfig,
+        group_size=config.memagent.valid_group_size,
+    )
+    MemAgentWorkflow(**train_kwargs)
+    MemAgentWorkflow(**eval_kwargs)
+    return train_kwargs, eval_kwargs
+
+
 def train(config: MemAgentGRPOConfig) -> None:
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     set_warmup(config, len(train_set))
-    eval_kwargs = workflow_kwargs(
-        config,
-        gconfig=config.eval_gconfig,
-        group_size=config.memagent.valid_group_size,
-    )
-    # Build both workflows once here: a bad prompts file, reward name or token
-    # budget fails now, with its message, before any server or worker starts.
-    MemAgentWorkflow(**workflow_kwargs(config))
-    MemAgentWorkflow(**eval_kwargs)
+    train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
     with PPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
@@ -129,7 +139,7 @@ def train(config: MemAgentGRPOConfig) -> None:
             trainer.stats_logger.commit = report
         trainer.train(
             workflow=WORKFLOW,
-            workflow_kwargs=workflow_kwargs(config),
+            workflow_kwargs=train_kwargs,
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
         )
