@@ -30,6 +30,7 @@ from areal.utils import logging
 from tqdm import tqdm
 
 from memagent_workflow.config import config_sections
+from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
@@ -222,7 +223,7 @@ def write_summary(
         ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
     )
     summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
-    results.write_json_atomic(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
+    write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
     return summary
 

@@ -34,7 +34,7 @@ from memagent_workflow.workflow import MemAgentWorkflow
 logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
-REQUIRED = ("question", "context", "answers")
+REQUIRED = ("id", "question", "context", "answers")
 
 
 def load_rows(path: str, role: str) -> Dataset:
