@@ -39,6 +39,7 @@ from memagent_workflow.eval.checks import (
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -204,7 +205,9 @@ def stream(
 
 
 def write_summary(
-    config: MemAgentEvalConfig, ids: dict[int, dict[str, list[str]]]
+    config: MemAgentEvalConfig,
+    ids: dict[int, dict[str, list[str]]],
+    kinds: dict[int, str | None],
 ) -> dict:
     """summary.json, results.md and accuracy.png from what is on disk."""
     ev, g, mem = config.eval, config.gconfig, config.memagent
@@ -216,12 +219,22 @@ def write_summary(
             f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
             f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
-            f"max_chunks {mem.max_chunks or 'none'}"
+            f"max_chunks {mem.max_chunks or 'none'}, "
+            f"prompts {load_prompts(mem.prompts).source}"
         ),
     }
     summary = results.summarize(
         ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
     )
+    built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
+    for row in summary["lengths"]:
+        row["set"] = kinds.get(row["length"])
+    if built:
+        summary["meta"]["note"] = (
+            f"N={built}: {sets.BUILT_SET} sets built locally by prepare_eval_data.py "
+            "--build (the official questions, documents sampled here), not the "
+            "official sets"
+        )
     summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
     write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
@@ -255,7 +268,7 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         ensure_synthetic_eval(config)
         build_tiny_model(config.actor.path, seed=config.standin.seed)
     kwargs = check_workflow(config)
-    ids = scan_lengths(config)
+    ids, kinds = scan_lengths(config)
     out = prepare_output(config)
     todo = [
         n
@@ -267,10 +280,10 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         with open_engine(config) as engine:
             for n in todo:
                 run_length(engine, config, n, ids[n], kwargs)
-                write_summary(config, ids)
+                write_summary(config, ids, kinds)
     else:
         logger.info("every sample is already scored; rewriting the summary only")
-    summary = write_summary(config, ids)
+    summary = write_summary(config, ids, kinds)
     for row in summary["lengths"]:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "

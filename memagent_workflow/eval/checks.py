@@ -111,10 +111,15 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
     return kwargs
 
 
-def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
-    """Validate every eval file before anything runs; ``{N: {id: answers}}``.
+def scan_lengths(
+    config: MemAgentEvalConfig,
+) -> tuple[dict[int, dict[str, list[str]]], dict[int, str | None]]:
+    """Validate every eval file before anything runs.
 
-    With ``memagent.max_chunks`` set, a sample that would need more chunks is
+    Returns ``{N: {id: answers}}`` and ``{N: set}``: the samples' ``set`` marker
+    (``RULER-HQA-style`` for a set built by ``prepare_eval_data.py --build``),
+    or None for an unmarked file (an official one, or any other). With
+    ``memagent.max_chunks`` set, a sample that would need more chunks is
     refused here: evaluation never cuts a document.
     """
     ev, mem = config.eval, config.memagent
@@ -127,12 +132,15 @@ def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
     cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
     tokenizer = None
     out: dict[int, dict[str, list[str]]] = {}
+    kinds: dict[int, str | None] = {}
     for n in ev.lengths:
         path = sets.eval_file(ev.data_root, n)
         try:
             samples = {}
+            marks: set[str | None] = set()
             for s in sets.iter_eval_file(path):
                 samples[s["id"]] = s["answers"]
+                marks.add(s["set"])
                 # A context of at most `cap` UTF-8 bytes has at most `cap` tokens.
                 if cap is None or len(s["context"].encode("utf-8")) <= cap:
                     continue
@@ -149,4 +157,5 @@ def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
         except sets.EvalDataError as exc:
             raise EvalRefused(str(exc)) from exc
         out[n] = samples
-    return out
+        kinds[n] = sets.BUILT_SET if sets.BUILT_SET in marks else None
+    return out, kinds

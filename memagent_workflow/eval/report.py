@@ -99,7 +99,8 @@ def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
             for tail in ("", "_non_failed")
         )
         lines.append(
-            f"| {r['length']} | {tokens_label(PAPER_TOKENS.get(r['length']))} "
+            f"| {r['length']}{f' ({kind})' if (kind := r.get('set')) else ''} "
+            f"| {tokens_label(PAPER_TOKENS.get(r['length']))} "
             f"| {r['n']} | {r['failures']} | {_num(r['missing'], 'd')} "
             f"| {metrics} "
             f"| {_num(r['mean_chunks'], '.1f')} "

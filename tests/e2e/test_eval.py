@@ -236,7 +236,8 @@ def test_a_chunk_cap_below_what_a_sample_needs_is_refused(tmp_path, tiny_model_d
     overrides = [f"eval.data_root={data}", f"actor.path={tiny_model_dir}"]
     cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", *overrides)
     cfg.eval.lengths = [8]
-    assert set(scan_lengths(cfg)[8]) == {"synthetic-1-0", "synthetic-1-1"}
+    ids, kinds = scan_lengths(cfg)
+    assert set(ids[8]) == {"synthetic-1-0", "synthetic-1-1"} and kinds == {8: None}
     cfg.memagent.max_chunks = 1
     with pytest.raises(EvalRefused, match="more than memagent.max_chunks=1"):
         scan_lengths(cfg)
