@@ -47,9 +47,8 @@ from memagent_workflow.rows import Turn, pad_rows
 logger = logging.getLogger("MemAgentWorkflow")
 
 
-@lru_cache(maxsize=4)
 def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
-    """AReaL's tokenizer loader, cached: workers rebuild the workflow per task."""
+    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
     from areal.utils.hf_utils import load_hf_tokenizer
 
     return load_hf_tokenizer(path)
