@@ -38,7 +38,7 @@ from memagent_workflow.eval.checks import (
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
-from memagent_workflow.prompts import load_prompts
+from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
 
-from memagent_workflow.prompts import load_prompts
+from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.reward import reward_function
 
 

@@ -27,14 +27,8 @@ from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
 from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import BadField, parse_row
-from memagent_workflow.prompts import (
-    SLOTS,
-    PromptTemplate,
-    PromptTexts,
-    check_fit,
-    check_slots,
-    load_prompts,
-)
+from memagent_workflow.prompt_file import as_prompt_texts, check_fit
+from memagent_workflow.prompts import PromptTemplate, PromptTexts
 from memagent_workflow.reward import (
     exact_match,
     extract_boxed,
@@ -106,18 +100,6 @@ def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
         item_id = data.get("id") if isinstance(data, dict) else None
         raise DataError(f"data item {item_id!r}: {bad}") from None
     return row["id"], row["question"], row["context"], row["answers"]
-
-
-def as_prompt_texts(prompts: PromptTexts | dict[str, str] | str | None) -> PromptTexts:
-    """Prompt texts from what a caller passes (texts, a file path, or None)."""
-    if isinstance(prompts, PromptTexts):
-        return prompts
-    if isinstance(prompts, dict):
-        texts = PromptTexts(**prompts)
-        for name in SLOTS:
-            check_slots(name, getattr(texts, name), texts.source)
-        return texts
-    return load_prompts(prompts)
 
 
 class MemAgentWorkflow(RolloutWorkflow):

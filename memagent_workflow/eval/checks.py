@@ -19,7 +19,7 @@ from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import results, sets
 from memagent_workflow.eval.config import MemAgentEvalConfig
-from memagent_workflow.prompts import load_prompts
+from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 

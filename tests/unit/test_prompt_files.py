@@ -9,7 +9,8 @@ from areal.api.cli_args import GenerationHyperparameters
 
 from examples.train import load_config
 from memagent_workflow.config import workflow_kwargs
-from memagent_workflow.prompts import PromptFileError, PromptTexts, load_prompts
+from memagent_workflow.prompt_file import PromptFileError, load_prompts
+from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.workflow import MemAgentWorkflow
 from tests.fakes import FakeEngine
 
