@@ -84,7 +84,7 @@ def load_prompts(path: str | os.PathLike | None) -> PromptTexts:
             f"{where}: expected a mapping with keys {sorted(SLOTS)}, "
             f"got {type(data).__name__}"
         )
-    unknown = sorted(set(data) - set(SLOTS))
+    unknown = sorted(map(str, set(data) - set(SLOTS)))
     missing = sorted(set(SLOTS) - set(data))
     if unknown or missing:
         raise PromptFileError(
