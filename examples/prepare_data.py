@@ -11,6 +11,12 @@ Each output line is ``{"id", "question", "context", "answers"}``. Sources:
     python examples/prepare_data.py --input hotpotqa_dev.parquet --output data/dev.jsonl
     # a small deterministic two-hop dataset for CPU runs and tests
     python examples/prepare_data.py --synthetic 64 --seed 0 --output data/synthetic.jsonl
+    # the needle task a tiny model learns on CPU (config_cpu.yaml): training
+    # questions, and held-out ones (question/answer pairs never trained on)
+    python examples/prepare_data.py --synthetic 1024 --task needle --chunks 2 \
+        --output data/needle_train.jsonl
+    python examples/prepare_data.py --synthetic 64 --task needle --chunks 2 \
+        --split valid --seed 1 --output data/needle_valid.jsonl
 
 Exit codes: 0 on success, 2 for bad arguments or bad data (the message names
 the file, row and field), 1 when the Hugging Face hub cannot be used. The output
@@ -28,7 +34,7 @@ from pathlib import Path
 
 from memagent_workflow.data import hub
 from memagent_workflow.data.files import DataError, write_jsonl
-from memagent_workflow.data.synthetic import make_synthetic
+from memagent_workflow.data.synthetic import make_needle, make_synthetic
 from memagent_workflow.data.training import training_rows
 
 
@@ -58,7 +64,28 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, help="keep only the first N rows")
     p.add_argument("--seed", type=int, default=0, help="seed for --synthetic")
     p.add_argument(
-        "--num-docs", type=int, default=20, help="documents per --synthetic context"
+        "--task",
+        choices=("two_hop", "needle"),
+        default="two_hop",
+        help="--synthetic task: HotpotQA-shaped two-hop questions, or the needle "
+        "task a tiny model can learn (memagent_workflow/data/synthetic.py)",
+    )
+    p.add_argument(
+        "--num-docs", type=int, default=20, help="documents per two_hop context"
+    )
+    p.add_argument(
+        "--chunks", type=int, default=1, help="sentences (chunks) per needle context"
+    )
+    p.add_argument(
+        "--distractors",
+        action="store_true",
+        help="needle: other names' codes instead of filler sentences",
+    )
+    p.add_argument(
+        "--split",
+        choices=("train", "valid"),
+        default="train",
+        help="needle: training pairs, or the held-out (name, answer) pairs",
     )
     return p
 
@@ -74,6 +101,11 @@ def _progress(rows: Iterable, desc: str) -> Iterator:
 
 
 def _converted_rows(args: argparse.Namespace) -> Iterator[dict]:
+    if args.synthetic is not None and args.task == "needle":
+        yield from make_needle(
+            args.synthetic, args.seed, args.chunks, args.distractors, args.split
+        )
+        return
     if args.synthetic is not None:
         yield from make_synthetic(args.synthetic, args.seed, args.num_docs)
         return
@@ -104,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"--{name} must be >= 0, got {value}")
     if args.synthetic is not None and args.num_docs < 2:
         parser.error(f"--num-docs must be >= 2, got {args.num_docs}")
+    if args.chunks < 1:
+        parser.error(f"--chunks must be >= 1, got {args.chunks}")
     rows = itertools.islice(_converted_rows(args), args.limit)
     try:
         count = write_jsonl(args.output, rows)

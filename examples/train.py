@@ -79,7 +79,10 @@ def checked_workflow_kwargs(
     return train_kwargs, eval_kwargs
 
 
-def train(config: MemAgentGRPOConfig) -> None:
+def train(
+    config: MemAgentGRPOConfig, workflow: str = WORKFLOW, chance: float | None = None
+) -> None:
+    """Run GRPO; ``workflow`` trains (an import path), ``chance`` marks the curve."""
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
@@ -87,10 +90,10 @@ def train(config: MemAgentGRPOConfig) -> None:
     set_warmup(config, len(train_set))
     train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
     with MemAgentPPOTrainer(
-        config, train_dataset=train_set, valid_dataset=valid_set
+        config, train_dataset=train_set, valid_dataset=valid_set, chance=chance
     ) as trainer:
         trainer.train(
-            workflow=WORKFLOW,
+            workflow=workflow,
             workflow_kwargs=train_kwargs,
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
@@ -112,7 +115,7 @@ def main(argv: list[str]) -> None:
         from standin.cpu_job import cpu_job
 
         with cpu_job(config):
-            train(config)
+            train(config, chance=config.standin.chance)
     else:
         train(config)
     logger.info("training finished")

@@ -1,4 +1,4 @@
-"""AReaL's PPOTrainer with a one-line-per-step report (log line and steps.jsonl)."""
+"""AReaL's PPOTrainer with a one-line-per-step report (log line, steps.jsonl, curve)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from areal.infra.platforms import current_platform
 from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
+
+from memagent_workflow.curve import plot_curves, read_steps
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -30,6 +32,7 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
         "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
         "grad_norm": stats.get("ppo_actor/update/grad_norm"),
+        "eval_reward": stats.get("eval-rollout/memagent/reward"),
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
         "timing_s": {
             k.removeprefix("timeperf/"): round(v, 2)
@@ -44,15 +47,18 @@ class MemAgentPPOTrainer(PPOTrainer):
     """PPOTrainer that also reports each step on one line and in ``steps.jsonl``.
 
     ``steps.jsonl`` sits in the stats logger's folder
-    (``{fileroot}/logs/{user}/{experiment}/{trial}``).
+    (``{fileroot}/logs/{user}/{experiment}/{trial}``), and beside it
+    ``learning_curve.png`` (training reward per step, validation accuracy, and
+    the ``chance`` line when given), redrawn after every validation.
     """
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(self, *args: Any, chance: float | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self._start = time.perf_counter()
-        self.steps_path = os.path.join(
-            StatsLogger.get_log_path(self.config.stats_logger), "steps.jsonl"
-        )
+        log_dir = StatsLogger.get_log_path(self.config.stats_logger)
+        self.steps_path = os.path.join(log_dir, "steps.jsonl")
+        self.curve_path = os.path.join(log_dir, "learning_curve.png")
+        self.chance = chance
 
     def _export_and_commit_stats(self, epoch: int, epoch_step: int, global_step: int):
         # Mirrors PPOTrainer._export_and_commit_stats (pinned by
@@ -78,6 +84,23 @@ class MemAgentPPOTrainer(PPOTrainer):
             f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
             f"max {line['staleness_max'] or 0:.0f} | rollout {t.get('rollout', 0)}s "
             f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
+            + (
+                f" | validation accuracy {line['eval_reward']:.3f}"
+                if line["eval_reward"] is not None
+                else ""
+            )
         )
         with open(self.steps_path, "a") as f:
             f.write(json.dumps(line) + "\n")
+        if line["eval_reward"] is not None:
+            self.draw_curve()
+
+    def draw_curve(self) -> None:
+        """Redraw ``learning_curve.png`` from ``steps.jsonl``."""
+        name = f"{self.config.experiment_name}/{self.config.trial_name}"
+        plot_curves(
+            {"validation accuracy": read_steps(self.steps_path)},
+            self.curve_path,
+            chance=self.chance,
+            title=f"{name}: GRPO learning curve",
+        )

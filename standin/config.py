@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from memagent_workflow.config import MemAgentGRPOConfig
+from memagent_workflow.data.synthetic import NEEDLE_ANSWERS
 from memagent_workflow.eval.config import MemAgentEvalConfig
 
 
@@ -19,6 +20,24 @@ class StandinConfig:
     """The CPU stand-in stack: tiny model, synthetic data, stand-in server."""
 
     seed: int = field(default=0, metadata={"help": "Tiny model and data seed."})
+    task: str = field(
+        default="two_hop",
+        metadata={
+            "help": "Synthetic data and model. 'two_hop': HotpotQA-shaped questions "
+            "and a random tiny BPE model (a smoke run of the stack). 'needle': "
+            "the needle task (memagent_workflow/data/synthetic.py) and a "
+            "warm-started word-level model that GRPO can teach it "
+            "(standin/needle_model.py).",
+            "choices": ["two_hop", "needle"],
+        },
+    )
+    needle_chunks: int = field(
+        default=1, metadata={"help": "Chunks (sentences) per needle context."}
+    )
+    needle_distractors: bool = field(
+        default=False,
+        metadata={"help": "Other names' codes instead of filler sentences."},
+    )
     synthetic_train: int = field(
         default=32, metadata={"help": "Synthetic questions when no train set exists."}
     )
@@ -38,7 +57,16 @@ class StandinConfig:
         metadata={"help": "host:port of a running stand-in server to use instead."},
     )
 
+    @property
+    def chance(self) -> float | None:
+        """Accuracy of a uniform guess among the task's answers (needle task only)."""
+        return 1 / len(NEEDLE_ANSWERS) if self.task == "needle" else None
+
     def __post_init__(self):
+        if self.task not in ("two_hop", "needle"):
+            raise ValueError(f"standin.task must be two_hop or needle, got {self.task}")
+        if self.needle_chunks < 1:
+            raise ValueError("standin.needle_chunks must be >= 1")
         for name in ("synthetic_train", "synthetic_valid", "synthetic_eval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"standin.{name} must be >= 0")

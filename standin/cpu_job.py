@@ -14,26 +14,57 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+import torch
 from areal.utils import logging, name_resolve, names
 
 from memagent_workflow.data.files import write_json, write_jsonl
-from memagent_workflow.data.synthetic import make_synthetic
+from memagent_workflow.data.synthetic import make_needle, make_synthetic
 from memagent_workflow.eval import sets
-from standin.config import StandinEvalConfig, StandinGRPOConfig
+from memagent_workflow.prompt_file import load_prompts
+from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
 from standin.launch import find_free_port, start_standin_server
+from standin.needle_model import NeedleModelSpec, build_needle_model
 from standin.packed_sdpa import install_packed_sdpa
 from standin.tiny_model import build_tiny_model
 
 logger = logging.getLogger("StandinCpuJob")
 
 
-def ensure_synthetic(path: str, n: int, seed: int, num_docs: int) -> None:
-    """Write ``n`` synthetic questions to ``path`` unless the file exists."""
+def ensure_synthetic(
+    path: str, n: int, seed: int, cfg: StandinConfig, split: str
+) -> None:
+    """Write ``n`` synthetic questions of ``cfg.task`` to ``path`` unless it exists."""
     if Path(path).exists():
         logger.info(f"using existing data {path}")
         return
-    write_jsonl(path, make_synthetic(n, seed=seed, num_docs=num_docs))
-    logger.info(f"wrote {n} synthetic questions to {path}")
+    if cfg.task == "needle":
+        rows = make_needle(
+            n, seed, cfg.needle_chunks, cfg.needle_distractors, split=split
+        )
+    else:
+        rows = make_synthetic(n, seed=seed, num_docs=cfg.synthetic_docs)
+    write_jsonl(path, rows)
+    logger.info(f"wrote {n} synthetic {cfg.task} questions to {path}")
+
+
+def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
+    """The model of ``standin.task`` at ``actor.path`` (built once, then reused)."""
+    cfg, mem = config.standin, config.memagent
+    if cfg.task != "needle":
+        build_tiny_model(config.actor.path, seed=cfg.seed)
+        return
+    prompts = load_prompts(mem.prompts)
+    spec = NeedleModelSpec(
+        memory_prompt=prompts.memory_update,
+        final_prompt=prompts.final_answer,
+        initial_memory=mem.initial_memory,
+        chunk_tokens=mem.chunk_tokens,
+        chunks=cfg.needle_chunks,
+        distractors=cfg.needle_distractors,
+        memory_tokens=mem.max_memory_tokens,
+        seed=cfg.seed,
+    )
+    build_needle_model(config.actor.path, spec)
 
 
 def allow_missing_sglang() -> None:
@@ -86,7 +117,7 @@ def standin_server(
     address of a stand-in server started here and stopped on exit.
     """
     cfg = config.standin
-    build_tiny_model(config.actor.path, seed=cfg.seed)
+    build_model(config)
     if cfg.server_addr:
         yield cfg.server_addr
         return
@@ -105,14 +136,11 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
     """Model, data, server and environment for a CPU run; yields the server address."""
     cfg = config.standin
     ensure_synthetic(
-        config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg.synthetic_docs
+        config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg, "train"
     )
-    if config.valid_dataset is not None:
+    if config.valid_dataset is not None:  # held-out questions
         ensure_synthetic(
-            config.valid_dataset.path,
-            cfg.synthetic_valid,
-            cfg.seed + 1,
-            cfg.synthetic_docs,
+            config.valid_dataset.path, cfg.synthetic_valid, cfg.seed + 1, cfg, "valid"
         )
     # Keys left by an earlier run of the same trial would make the disk weight
     # update fire before its checkpoint exists (AReaL's launcher clears them too).
@@ -121,6 +149,12 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
     )
     allow_missing_sglang()
     install_packed_sdpa()
+    # The stand-in's models are tiny: one intra-op thread trains them several
+    # times faster than two threads contending with the server for 2 cores (a
+    # needle-task step: 0.2 s instead of 1.5-12 s on a loaded machine), and
+    # leaves the other core to the server, which uses one thread too.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     log_file = Path(config.cluster.fileroot) / "standin" / "server.log"
     with standin_server(config, log_file) as addr:
         saved = {k: os.environ.get(k) for k in spmd_env("")}
@@ -128,6 +162,7 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
         try:
             yield addr
         finally:
+            torch.set_num_threads(threads)
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)

@@ -37,7 +37,8 @@ from transformers import (
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import NEEDLE_ANSWERS, make_needle, needle_words
-from memagent_workflow.prompts import final_answer_template, memory_update_template
+from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import PromptTexts
 from standin.build_cache import cached_build
 
 logger = logging.getLogger("NeedleModel")
@@ -173,9 +174,10 @@ class Demos:
 
     def prompts(self, question: str):
         if question not in self.templates:
+            texts = PromptTexts(self.spec.memory_prompt, self.spec.final_prompt)
             self.templates[question] = (
-                memory_update_template(self.tok, question, self.spec.memory_prompt),
-                final_answer_template(self.tok, question, self.spec.final_prompt),
+                texts.memory_template(self.tok, question),
+                texts.final_template(self.tok, question),
             )
         return self.templates[question]
 
@@ -290,8 +292,6 @@ def build_needle_model(
 
 def main(argv: list[str] | None = None) -> None:
     """CLI entry point."""
-    import yaml
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--prompts", default="prompts/needle.yaml")
@@ -300,10 +300,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--distractors", action="store_true")
     ap.add_argument("--overwrite", action="store_true")
     args = ap.parse_args(argv)
-    texts = yaml.safe_load(Path(args.prompts).read_text())
+    texts = load_prompts(args.prompts)
     spec = NeedleModelSpec(
-        memory_prompt=texts["memory_update"],
-        final_prompt=texts["final_answer"],
+        memory_prompt=texts.memory_update,
+        final_prompt=texts.final_answer,
         seed=args.seed,
         chunks=args.chunks,
         distractors=args.distractors,

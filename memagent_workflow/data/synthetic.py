@@ -172,11 +172,34 @@ def needle_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
+def needle_pairs(split: str) -> list[tuple[str, str]]:
+    """The (name, answer) pairs of a split: a quarter are kept for validation.
+
+    Pair (i, j) of ``NEEDLE_NAMES[i]`` and ``NEEDLE_ANSWERS[j]`` is held out when
+    ``(i + j) % 4 == 0``: every name and every answer occur in both splits, but
+    no validation question is a training question.
+    """
+    if split not in ("train", "valid"):
+        raise ValueError(f"split must be 'train' or 'valid', got {split!r}")
+    held_out = split == "valid"
+    return [
+        (name, answer)
+        for i, name in enumerate(NEEDLE_NAMES)
+        for j, answer in enumerate(NEEDLE_ANSWERS)
+        if ((i + j) % 4 == 0) == held_out
+    ]
+
+
 def make_needle(
-    n: int, seed: int, chunks: int = 1, distractors: bool = False
+    n: int,
+    seed: int,
+    chunks: int = 1,
+    distractors: bool = False,
+    split: str = "train",
 ) -> list[dict]:
     """``n`` needle questions of ``chunks`` sentences each; same arguments -> same rows.
 
+    The asked (name, answer) pair comes from ``split`` (see ``needle_pairs``).
     The needle sits in a uniformly drawn sentence; the other sentences are
     filler ("NAME likes FOOD and FOOD ."), or with ``distractors`` the codes of
     other names, so that the memory must keep the code of the asked name only.
@@ -185,10 +208,11 @@ def make_needle(
         raise ValueError(f"n must be >= 0, got {n}")
     if chunks < 1:
         raise ValueError(f"chunks must be >= 1, got {chunks}")
+    pairs = needle_pairs(split)
     rng = random.Random(seed)
     rows = []
     for i in range(n):
-        name, answer = rng.choice(NEEDLE_NAMES), rng.choice(NEEDLE_ANSWERS)
+        name, answer = rng.choice(pairs)
         where = rng.randrange(chunks)
         others = [x for x in NEEDLE_NAMES if x != name]
         sentences = [
@@ -201,7 +225,7 @@ def make_needle(
         ]
         rows.append(
             {
-                "id": f"needle-{seed}-{i}",
+                "id": f"needle-{split}-{seed}-{i}",
                 "question": f"what is the code of {name} ?",
                 "context": " ".join(sentences),
                 "answers": [answer],
