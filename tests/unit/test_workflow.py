@@ -159,6 +159,24 @@ def test_final_turn_can_be_excluded_from_training(tokenizer, n_chunks):
     assert (per_row[:, -1] == 0).all() and (per_row[:, :-1] > 0).all()
 
 
+def test_memory_turns_can_be_excluded_from_training(tokenizer, n_chunks):
+    traj = run(
+        make_workflow(tokenizer, train_memory_turns=False),
+        FakeEngine(tokenizer, answers({0})),
+    )
+    per_row = traj["loss_mask"].sum(dim=1).view(GROUP, n_chunks + 1)
+    assert (per_row[:, :-1] == 0).all() and (per_row[:, -1] > 0).all()
+    # the rows are still there, with their advantages (for logging and shapes)
+    assert rewards_by_episode(traj, GROUP, n_chunks + 1) == pytest.approx(
+        [0.75, -0.25, -0.25, -0.25]
+    )
+
+
+def test_a_workflow_that_trains_no_row_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="both False"):
+        make_workflow(tokenizer, train_memory_turns=False, train_final_turn=False)
+
+
 def test_failed_episodes_are_dropped_and_an_all_failed_group_is_rejected(
     tokenizer, n_chunks
 ):

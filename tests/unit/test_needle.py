@@ -1,0 +1,131 @@
+"""The needle task (data/synthetic.py) and its warm-started model (standin/needle_model.py)."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from examples import prepare_data
+from memagent_workflow.chunking import chunk_views
+from memagent_workflow.context import encode_context
+from memagent_workflow.data.synthetic import (
+    NEEDLE_ANSWERS,
+    NEEDLE_SENTENCE_WORDS,
+    make_needle,
+    needle_pairs,
+)
+from memagent_workflow.prompt_file import load_prompts
+from standin.build_cache import MARKER_FILE
+from standin.needle_model import NeedleModelSpec, build_needle_model, build_tokenizer
+
+PROMPTS = load_prompts("prompts/needle.yaml")
+SPEC = NeedleModelSpec(PROMPTS.memory_update, PROMPTS.final_answer, chunks=2)
+
+
+def test_same_arguments_same_rows_and_held_out_pairs_never_trained():
+    assert make_needle(20, 3, chunks=2) == make_needle(20, 3, chunks=2)
+    assert make_needle(20, 3) != make_needle(20, 4)
+    train, valid = set(needle_pairs("train")), set(needle_pairs("valid"))
+    assert not train & valid and len(valid) * 3 == len(train)
+    for rows, pairs in [
+        (make_needle(200, 0, split="train"), train),
+        (make_needle(200, 0, split="valid"), valid),
+    ]:
+        for row in rows:
+            name = row["question"].split()[-2]
+            assert (name, row["answers"][0]) in pairs
+
+
+@pytest.mark.parametrize("distractors", [False, True])
+def test_one_sentence_per_chunk_and_one_needle(distractors):
+    tok = build_tokenizer(SPEC)
+    for row in make_needle(50, 1, chunks=3, distractors=distractors):
+        name, answer = row["question"].split()[-2], row["answers"][0]
+        ids = encode_context(tok, row["context"])
+        chunks = chunk_views(ids, NEEDLE_SENTENCE_WORDS)[0]
+        assert len(ids) == 3 * NEEDLE_SENTENCE_WORDS and len(chunks) == 3
+        sentences = [tok.decode(c) for c in chunks]
+        assert sentences.count(f"code of {name} is {answer} .") == 1
+        codes = [s for s in sentences if s.startswith("code of")]
+        assert len(codes) == (3 if distractors else 1)
+
+
+def test_prepare_data_writes_the_needle_task(tmp_path):
+    out = tmp_path / "valid.jsonl"
+    argv = ["--synthetic", "5", "--task", "needle", "--chunks", "2"]
+    assert prepare_data.main([*argv, "--split", "valid", "--output", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows == make_needle(5, 0, chunks=2, split="valid")
+
+
+def test_every_word_is_one_token_and_answers_round_trip():
+    tok = build_tokenizer(SPEC)
+    unk = tok.convert_tokens_to_ids("<unk>")
+    for row in make_needle(30, 2, chunks=2):
+        for field in (row["question"], row["context"]):
+            ids = tok.encode(field, add_special_tokens=False)
+            assert unk not in ids and len(ids) == len(field.split())
+    for answer in NEEDLE_ANSWERS:
+        boxed = tok.encode(f"\\boxed{{ {answer} }}", add_special_tokens=False)
+        assert len(boxed) == 3 and tok.decode(boxed) == f"\\boxed{{ {answer} }}"
+
+
+def test_the_vocabulary_follows_the_prompts():
+    spec = replace(
+        SPEC, memory_prompt="Q {question} M {memory} S {chunk} Now", initial_memory="No"
+    )
+    tok = build_tokenizer(spec)
+    unk = tok.convert_tokens_to_ids("<unk>")
+    assert unk not in tok.encode("Q M S Now No", add_special_tokens=False)
+    assert unk in tok.encode("Later", add_special_tokens=False)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("needle")
+    return build_needle_model(out / "a", SEED_SPEC), out
+
+
+SEED_SPEC = replace(SPEC, warm_start_steps=200)
+
+
+def test_build_is_deterministic_and_cached(built):
+    first, root = built
+    again = build_needle_model(root / "b", SEED_SPEC)
+    for name in ("model.safetensors", "tokenizer.json", "config.json"):
+        assert (first / name).read_bytes() == (again / name).read_bytes(), name
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    assert build_needle_model(first, SEED_SPEC) == first
+    assert (first / "model.safetensors").stat().st_mtime_ns == stamp
+    marker = json.loads((first / MARKER_FILE).read_text())
+    assert marker["seed"] == 0 and marker["memory_prompt"] == PROMPTS.memory_update
+
+
+def test_warm_start_teaches_the_format_not_the_task(built):
+    """Memory turn: an answer word about uniformly, whatever the chunk says;
+    final turn: the memory's word, boxed."""
+    path, _ = built
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    answer_ids = tok.convert_tokens_to_ids(list(NEEDLE_ANSWERS))
+    needle_mass = []
+    for row in make_needle(32, 9, chunks=1, split="valid"):
+        memory_t = PROMPTS.memory_template(tok, row["question"])
+        chunk = encode_context(tok, row["context"])
+        prompt = memory_t.build(encode_context(tok, SPEC.initial_memory), chunk)
+        with torch.no_grad():
+            p = model(torch.tensor([prompt.tolist()])).logits[0, -1].softmax(-1)
+        assert p[answer_ids].sum() > 0.95  # an answer word
+        needle_mass.append(float(p[tok.convert_tokens_to_ids(row["answers"][0])]))
+        final_t = PROMPTS.final_template(tok, row["question"])
+        word = np.asarray([answer_ids[len(needle_mass) % 4]], dtype=np.int32)
+        ids = torch.tensor([final_t.build(word).tolist()])
+        out = model.generate(ids, max_new_tokens=4, do_sample=False)[0, ids.shape[1] :]
+        assert tok.decode(out, skip_special_tokens=True) == (
+            f"\\boxed{{ {tok.decode(word)} }}"
+        )
+    # The needle's word gets chance mass, not more: only RL can teach the copy.
+    assert abs(np.mean(needle_mass) - 1 / len(NEEDLE_ANSWERS)) < 0.08
