@@ -1,0 +1,108 @@
+"""AReaL's SGLang engine, launching the CPU stand-in where it would launch SGLang.
+
+In single-controller mode AReaL's rollout worker picks a host and port and
+calls its backend's ``launch_server(server_args)``; the SGLang backend builds
+``python -m sglang.launch_server ...`` from the arguments. `StandinBackend`
+keeps every other part of SGLang's protocol (AReaL's own request builders and
+response parsers) and starts ``python -m standin.server`` instead, honouring
+the server arguments the stand-in understands. `StandinSGLangEngine` is
+AReaL's `RemoteSGLangEngine` with that backend: the rollout controller sends
+the class to its workers by import path, so it must live in a module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import asdict
+from typing import Any
+
+from areal.api.cli_args import InferenceEngineConfig, SGLangConfig
+from areal.engine import RemoteSGLangEngine
+from areal.engine.sglang_remote import SGLangBackend
+from areal.infra import RemoteInfEngine
+from areal.utils.network import format_hostport
+
+SERVER_MODULE = "memagent_workflow.local_server"
+
+# Server arguments -> stand-in flags. Every other SGLang argument (memory
+# fractions, CUDA graphs, attention kernels, ...) has no meaning on CPU.
+FLAGS = {
+    "model_path": "--model-path",
+    "host": "--host",
+    "port": "--port",
+    "random_seed": "--seed",
+    "context_length": "--context-length",
+    "max_running_requests": "--max-batch-size",
+}
+
+
+def standin_server_args(sglang: SGLangConfig) -> dict[str, Any]:
+    """The ``sglang:`` section as server arguments, as AReaL passes them on.
+
+    `SGLangConfig.build_args` would return the same keys, but first checks
+    that the sglang package (GPU only) is installed.
+    """
+    return {k: v for k, v in asdict(sglang).items() if v is not None}
+
+
+def standin_command(server_args: dict[str, Any]) -> list[str]:
+    """``python -m standin.server ...`` for AReaL's server arguments."""
+    if not server_args.get("model_path"):
+        raise ValueError("server_args lacks model_path (sglang.model_path)")
+    cmd = [sys.executable, "-m", SERVER_MODULE]
+    for key, flag in FLAGS.items():
+        if server_args.get(key) is not None:
+            cmd += [flag, str(server_args[key])]
+    if server_args.get("skip_tokenizer_init"):
+        cmd.append("--skip-tokenizer-init")
+    # The stand-in exits with the worker that launched it.
+    return cmd + ["--parent-pid", str(os.getpid())]
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float = 300.0) -> None:
+    """Return once ``/health`` answers; raise at once if the server exits.
+
+    (AReaL's own wait polls ``/health`` until ``rollout.setup_timeout`` even
+    when the server process is gone.)
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"the stand-in server exited with code {proc.returncode} during "
+                "start-up; its output is in this worker's log"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+
+
+class StandinBackend(SGLangBackend):
+    """SGLang's HTTP protocol; ``launch_server`` starts the CPU stand-in."""
+
+    def launch_server(self, server_args: dict[str, Any]) -> subprocess.Popen:
+        env = os.environ.copy()
+        env.setdefault("TORCHDYNAMO_DISABLE", "1")
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env["PYTHONUNBUFFERED"] = "1"
+        proc = subprocess.Popen(
+            standin_command(server_args), env=env, stdout=sys.stdout, stderr=sys.stdout
+        )
+        _wait_healthy(proc, f"http://{format_hostport(server_args['host'], server_args['port'])}")
+        return proc
+
+
+class StandinSGLangEngine(RemoteSGLangEngine):
+    """`RemoteSGLangEngine` whose launched servers are CPU stand-ins."""
+
+    def __init__(self, config: InferenceEngineConfig):
+        super().__init__(config)
+        self._engine = RemoteInfEngine(config, StandinBackend())

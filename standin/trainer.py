@@ -1,0 +1,108 @@
+"""AReaL's PPO trainer with the CPU stand-in in place of SGLang.
+
+AReaL 1.0.4 hard-codes its engine classes inside two private methods of
+`PPOTrainer`: ``_create_train_engine`` (``FSDPPPOActor``) and
+``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
+which requires the sglang package). `StandinPPOTrainer` overrides both for the
+sglang + fsdp case, and does nothing else differently: the scheduler, the
+controllers, the workers, the staleness control and the weight updates are
+AReaL's. ``tests/unit/test_areal_pins.py`` fails loudly when an AReaL upgrade
+changes what these overrides mirror.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+from areal import PPOTrainer
+from areal.api.alloc_mode import ModelAllocation
+from areal.api.cli_args import (
+    InferenceEngineConfig,
+    PPOActorConfig,
+    PPOConfig,
+    SchedulingStrategy,
+    SchedulingStrategyType,
+)
+from areal.utils.environ import is_single_controller
+
+from .actor import StandinPPOActor
+from .backend import StandinSGLangEngine, standin_server_args
+
+
+class StandinPPOTrainer(PPOTrainer):
+    """`PPOTrainer` whose actor and rollout engines are the CPU stand-in's.
+
+    ``weight_bucket_mb``: size of one xccl weight-update bucket (AReaL's
+    default, 1024 MB, holds a tiny model whole; a fraction of a MB exercises
+    several buckets).
+    """
+
+    def __init__(
+        self,
+        config: PPOConfig,
+        train_dataset: Any = None,
+        valid_dataset: Any = None,
+        weight_bucket_mb: float | None = None,
+    ):
+        super().__init__(
+            config, train_dataset=train_dataset, valid_dataset=valid_dataset
+        )
+        if weight_bucket_mb is not None and self.weight_update_meta.type == "xccl":
+            # Read per step, by the actor, from the meta the trainer sends.
+            self.weight_update_meta.weight_chunked_mem_mb = weight_bucket_mb
+
+    def _create_train_engine(
+        self, actor_config: PPOActorConfig, alloc: ModelAllocation
+    ) -> Any:
+        if alloc.backend != "fsdp":
+            raise ValueError(
+                f"the CPU stand-in trains with fsdp only, got backend {alloc.backend}"
+            )
+        if is_single_controller():
+            actor = StandinPPOActor.as_controller(actor_config, self.scheduler)
+        else:
+            actor = StandinPPOActor(config=actor_config)
+        actor.create_process_group(parallel_strategy=alloc.parallel)
+        return actor
+
+    def _init_rollout(
+        self,
+        rollout_config: InferenceEngineConfig,
+        is_eval: bool = False,
+        lora_path: str | None = None,
+    ) -> Any:
+        if self.rollout_alloc.backend != "sglang":
+            raise ValueError(
+                "the CPU stand-in speaks SGLang's protocol: set rollout.backend="
+                f"sglang:dN, got {self.config.rollout.backend}"
+            )
+        if lora_path is not None or self.config.rollout.return_routed_experts:
+            raise ValueError("the CPU stand-in serves no LoRA and no MoE experts")
+        config = deepcopy(rollout_config)
+        if config._version != "v1":
+            raise ValueError("the CPU stand-in runs AReaL's v1 rollout controller")
+        if is_eval:  # as AReaL: no staleness control, on the rollout servers
+            config.max_head_offpolicyness = int(1e12)
+            config.scheduling_strategy = SchedulingStrategy(
+                type=SchedulingStrategyType.colocation, target="rollout"
+            )
+            for spec in config.scheduling_spec:
+                spec.gpu = 0
+
+        if not is_single_controller():
+            engine = StandinSGLangEngine(config)
+            engine.initialize(
+                train_data_parallel_size=self.actor_alloc.parallel.dp_size
+            )
+            return engine
+
+        controller = StandinSGLangEngine.as_controller(config, self.scheduler)
+        init_kwargs: dict[str, Any] = dict(
+            role="rollout", server_args=standin_server_args(self.config.sglang)
+        )
+        if is_eval:
+            init_kwargs["role"] = "eval-rollout"
+            init_kwargs["server_infos"] = self.rollout.server_infos
+        controller.initialize(**init_kwargs)
+        return controller
