@@ -95,8 +95,14 @@ def train(config: MemAgentGRPOConfig) -> None:
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with PPOTrainer(
-        config, train_dataset=train_set, valid_dataset=valid_set
+    trainer_cls, kwargs = PPOTrainer, {}
+    if hasattr(config, "standin"):
+        from standin.trainer import StandinPPOTrainer
+
+        trainer_cls = StandinPPOTrainer
+        kwargs["weight_bucket_mb"] = config.standin.xccl_bucket_mb
+    with trainer_cls(
+        config, train_dataset=train_set, valid_dataset=valid_set, **kwargs
     ) as trainer:
         if int(os.environ.get("RANK", "0")) == 0:
             log_dir = StatsLogger.get_log_path(config.stats_logger)

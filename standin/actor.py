@@ -10,7 +10,7 @@ from __future__ import annotations
 from areal.api.cli_args import PPOActorConfig
 from areal.engine import FSDPPPOActor
 
-from memagent_workflow.cpu_attention import install_packed_sdpa
+from standin.packed_sdpa import install_packed_sdpa
 
 
 class StandinPPOActor(FSDPPPOActor):

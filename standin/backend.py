@@ -17,48 +17,29 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import asdict
 from typing import Any
 
-from areal.api.cli_args import InferenceEngineConfig, SGLangConfig
+from areal.api.cli_args import InferenceEngineConfig
 from areal.engine import RemoteSGLangEngine
 from areal.engine.sglang_remote import SGLangBackend
 from areal.infra import RemoteInfEngine
 from areal.utils.network import format_hostport
 
-SERVER_MODULE = "memagent_workflow.local_server"
+from standin.launch import server_flags
 
-# Server arguments -> stand-in flags. Every other SGLang argument (memory
-# fractions, CUDA graphs, attention kernels, ...) has no meaning on CPU.
-FLAGS = {
-    "model_path": "--model-path",
-    "host": "--host",
-    "port": "--port",
-    "random_seed": "--seed",
-    "context_length": "--context-length",
-    "max_running_requests": "--max-batch-size",
-}
-
-
-def standin_server_args(sglang: SGLangConfig) -> dict[str, Any]:
-    """The ``sglang:`` section as server arguments, as AReaL passes them on.
-
-    `SGLangConfig.build_args` would return the same keys, but first checks
-    that the sglang package (GPU only) is installed.
-    """
-    return {k: v for k, v in asdict(sglang).items() if v is not None}
+# Stand-in only, for tests: a launched stand-in writes its exit report (served
+# weights' digest, updates received) into this folder.
+REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
 
 
 def standin_command(server_args: dict[str, Any]) -> list[str]:
     """``python -m standin.server ...`` for AReaL's server arguments."""
     if not server_args.get("model_path"):
-        raise ValueError("server_args lacks model_path (sglang.model_path)")
-    cmd = [sys.executable, "-m", SERVER_MODULE]
-    for key, flag in FLAGS.items():
-        if server_args.get(key) is not None:
-            cmd += [flag, str(server_args[key])]
-    if server_args.get("skip_tokenizer_init"):
-        cmd.append("--skip-tokenizer-init")
+        raise ValueError("server_args lack model_path (sglang.model_path)")
+    cmd = [sys.executable, "-m", "standin.server", *server_flags(server_args)]
+    if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
+        name = f"standin-{server_args.get('port', 0)}.json"
+        cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
     # The stand-in exits with the worker that launched it.
     return cmd + ["--parent-pid", str(os.getpid())]
 
@@ -96,7 +77,9 @@ class StandinBackend(SGLangBackend):
         proc = subprocess.Popen(
             standin_command(server_args), env=env, stdout=sys.stdout, stderr=sys.stdout
         )
-        _wait_healthy(proc, f"http://{format_hostport(server_args['host'], server_args['port'])}")
+        _wait_healthy(
+            proc, f"http://{format_hostport(server_args['host'], server_args['port'])}"
+        )
         return proc
 
 

@@ -26,8 +26,9 @@ from areal.api.cli_args import (
 )
 from areal.utils.environ import is_single_controller
 
-from .actor import StandinPPOActor
-from .backend import StandinSGLangEngine, standin_server_args
+from standin.actor import StandinPPOActor
+from standin.backend import StandinSGLangEngine
+from standin.launch import server_args_of
 
 
 class StandinPPOTrainer(PPOTrainer):
@@ -79,6 +80,9 @@ class StandinPPOTrainer(PPOTrainer):
             )
         if lora_path is not None or self.config.rollout.return_routed_experts:
             raise ValueError("the CPU stand-in serves no LoRA and no MoE experts")
+        if is_eval and self.config.valid_dataset is None:
+            # AReaL would start an eval-rollout worker that nothing uses.
+            return None
         config = deepcopy(rollout_config)
         if config._version != "v1":
             raise ValueError("the CPU stand-in runs AReaL's v1 rollout controller")
@@ -99,7 +103,7 @@ class StandinPPOTrainer(PPOTrainer):
 
         controller = StandinSGLangEngine.as_controller(config, self.scheduler)
         init_kwargs: dict[str, Any] = dict(
-            role="rollout", server_args=standin_server_args(self.config.sglang)
+            role="rollout", server_args=server_args_of(self.config.sglang)
         )
         if is_eval:
             init_kwargs["role"] = "eval-rollout"
