@@ -108,7 +108,10 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
         raise EvalRefused(
             f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
         )
-    scheduler = kinds[config.scheduler.type](exp_config=config)
+    kwargs = {}
+    if hasattr(config, "standin"):  # a loaded 2-core machine starts workers slowly
+        kwargs["startup_timeout"] = config.standin.startup_timeout
+    scheduler = kinds[config.scheduler.type](exp_config=config, **kwargs)
     if hasattr(config, "standin"):
         from standin.backend import StandinSGLangEngine as engine_cls
         from standin.launch import server_args_of

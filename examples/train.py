@@ -95,14 +95,11 @@ def train(config: MemAgentGRPOConfig) -> None:
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    trainer_cls, kwargs = PPOTrainer, {}
-    if hasattr(config, "standin"):
-        from standin.trainer import StandinPPOTrainer
-
-        trainer_cls = StandinPPOTrainer
-        kwargs["weight_bucket_mb"] = config.standin.xccl_bucket_mb
+    trainer_cls = PPOTrainer
+    if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
+        from standin.trainer import StandinPPOTrainer as trainer_cls
     with trainer_cls(
-        config, train_dataset=train_set, valid_dataset=valid_set, **kwargs
+        config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
         if int(os.environ.get("RANK", "0")) == 0:
             log_dir = StatsLogger.get_log_path(config.stats_logger)

@@ -41,6 +41,13 @@ class StandinConfig:
         default=2,
         metadata={"help": "scheduler.type=ray: CPUs of the local Ray instance."},
     )
+    startup_timeout: float = field(
+        default=300.0,
+        metadata={
+            "help": "scheduler.type=local|ray: seconds to wait for a worker to "
+            "start (AReaL's 30 s is short for a loaded 2-core machine)."
+        },
+    )
     xccl_bucket_mb: float | None = field(
         default=None,
         metadata={

@@ -159,7 +159,8 @@ class StandinEngine:
             new = load_model(path, attn="sdpa")
             state = new.state_dict()
             self.model.load_state_dict(state, strict=True)
-            self.weights.record("disk", list(state), [str(new.dtype)])
+            dtype = str(new.dtype).removeprefix("torch.")
+            self.weights.record("disk", list(state), [dtype])
             self.model_path = str(path)
             return f"Loaded weights from {path}"
 

@@ -4,10 +4,12 @@ AReaL 1.0.4 hard-codes its engine classes inside two private methods of
 `PPOTrainer`: ``_create_train_engine`` (``FSDPPPOActor``) and
 ``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
 which requires the sglang package). `StandinPPOTrainer` overrides both for the
-sglang + fsdp case, and does nothing else differently: the scheduler, the
-controllers, the workers, the staleness control and the weight updates are
-AReaL's. ``tests/unit/test_areal_pins.py`` fails loudly when an AReaL upgrade
-changes what these overrides mirror.
+sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
+timeout. Nothing else differs: the scheduler, the controllers, the workers,
+the staleness control and the weight updates are AReaL's. Without a
+validation set it starts no eval-rollout worker (AReaL would start one and
+never use it). ``tests/unit/test_standin_trainer_pins.py`` fails loudly when
+an AReaL upgrade changes what these overrides mirror or rely on.
 """
 
 from __future__ import annotations
@@ -16,42 +18,55 @@ from copy import deepcopy
 from typing import Any
 
 from areal import PPOTrainer
+from areal.api import Scheduler
 from areal.api.alloc_mode import ModelAllocation
 from areal.api.cli_args import (
     InferenceEngineConfig,
     PPOActorConfig,
-    PPOConfig,
     SchedulingStrategy,
     SchedulingStrategyType,
 )
+from areal.infra import LocalScheduler, RayScheduler
 from areal.utils.environ import is_single_controller
 
 from standin.actor import StandinPPOActor
 from standin.backend import StandinSGLangEngine
+from standin.config import StandinGRPOConfig
 from standin.launch import server_args_of
 
 
 class StandinPPOTrainer(PPOTrainer):
     """`PPOTrainer` whose actor and rollout engines are the CPU stand-in's.
 
-    ``weight_bucket_mb``: size of one xccl weight-update bucket (AReaL's
-    default, 1024 MB, holds a tiny model whole; a fraction of a MB exercises
-    several buckets).
+    Two ``standin:`` settings reach AReaL here: ``xccl_bucket_mb`` (the size of
+    one xccl weight-update bucket; AReaL's 1024 MB holds the tiny model whole)
+    and ``startup_timeout`` (how long the scheduler waits for a worker).
     """
 
     def __init__(
         self,
-        config: PPOConfig,
+        config: StandinGRPOConfig,
         train_dataset: Any = None,
         valid_dataset: Any = None,
-        weight_bucket_mb: float | None = None,
     ):
+        self.standin = config.standin
         super().__init__(
             config, train_dataset=train_dataset, valid_dataset=valid_dataset
         )
-        if weight_bucket_mb is not None and self.weight_update_meta.type == "xccl":
-            # Read per step, by the actor, from the meta the trainer sends.
-            self.weight_update_meta.weight_chunked_mem_mb = weight_bucket_mb
+        bucket_mb = self.standin.xccl_bucket_mb
+        if bucket_mb is not None and self.weight_update_meta.type == "xccl":
+            # The actor reads it from the meta the trainer sends each step.
+            self.weight_update_meta.weight_chunked_mem_mb = bucket_mb
+
+    def _init_scheduler(self) -> Scheduler:
+        # AReaL's 30 s to start a worker (import torch and AReaL) is too short
+        # on a loaded 2-core machine; the rest is AReaL's choice of scheduler.
+        kinds = {"local": LocalScheduler, "ray": RayScheduler}
+        if self.config.scheduler.type not in kinds:
+            return super()._init_scheduler()
+        return kinds[self.config.scheduler.type](
+            startup_timeout=self.standin.startup_timeout, exp_config=self.config
+        )
 
     def _create_train_engine(
         self, actor_config: PPOActorConfig, alloc: ModelAllocation

@@ -1,0 +1,108 @@
+"""Run the entry scripts as a user does, under AReaL's schedulers, for e2e tests.
+
+Every run is ``examples/train.py --config config_cpu.yaml`` (or ``eval.py``) with
+the same overrides a GPU user changes (scheduler, weight sync, sizes, paths),
+in a subprocess. AReaL's rollout worker launches the stand-in and stops it at
+the end; the stand-in leaves an exit report (stand-in only: its served
+weights' digest and the weight updates it received) in ``reports/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from standin.backend import REPORT_DIR_ENV
+from standin.model import weights_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# 2 GRPO steps of 2 questions x 2 episodes x <= 3 turns; step 2 waits for v1.
+SMALL_TRAINING = (
+    "total_train_steps=2",
+    "rollout.max_head_offpolicyness=0",
+    "train_dataset.batch_size=2",
+    "memagent.group_size=2",
+    "memagent.max_chunks=2",
+    "standin.synthetic_train=4",
+    "standin.synthetic_valid=2",
+)
+
+
+def digest_of(path: Path) -> str:
+    """The stand-in's digest of an HF checkpoint, loaded as the server loads it."""
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return weights_digest(model)
+
+
+def worker_env(reports: Path) -> dict[str, str]:
+    # Workers and the stand-in inherit this environment (LocalScheduler passes
+    # it on; Ray's workers get it from the Ray instance the job starts).
+    return {
+        **os.environ,
+        REPORT_DIR_ENV: str(reports),
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",  # the controller's own threads
+    }
+
+
+@dataclass
+class Run:
+    """One finished entry-script run and what it left behind."""
+
+    out: Path
+    log: str
+    seconds: float
+    reports: list[dict] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[dict]:
+        text = next(self.out.rglob("steps.jsonl")).read_text()
+        return [json.loads(line) for line in text.splitlines()]
+
+    @property
+    def checkpoint(self) -> Path:
+        return next(self.out.rglob("checkpoints/**/config.json")).parent
+
+
+def run_script(cmd: list[str], out: Path, timeout: float = 900) -> Run:
+    """Run ``cmd`` from the repository root; fail with its log if it fails."""
+    reports = out / "reports"
+    start = time.monotonic()
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        env=worker_env(reports),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+    )
+    seconds = time.monotonic() - start
+    (out / "run.log").write_text(proc.stdout)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n...\n{proc.stdout[-6000:]}"
+    found = [json.loads(p.read_text()) for p in sorted(reports.glob("*.json"))]
+    return Run(out=out, log=proc.stdout, seconds=seconds, reports=found)
+
+
+def train(out: Path, model: Path, *overrides: str) -> Run:
+    """``examples/train.py --config config_cpu.yaml`` shortened, into ``out``."""
+    cmd = [
+        sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+        *SMALL_TRAINING,
+        f"actor.path={model}",
+        f"cluster.fileroot={out / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
+        f"train_dataset.path={out / 'train.jsonl'}",
+        f"valid_dataset.path={out / 'valid.jsonl'}",
+        *overrides,
+    ]  # fmt: skip
+    return run_script(cmd, out)
