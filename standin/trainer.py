@@ -17,7 +17,6 @@ from __future__ import annotations
 from copy import deepcopy
 from typing import Any
 
-from areal import PPOTrainer
 from areal.api import Scheduler
 from areal.api.alloc_mode import ModelAllocation
 from areal.api.cli_args import (
@@ -29,14 +28,15 @@ from areal.api.cli_args import (
 from areal.infra import LocalScheduler, RayScheduler
 from areal.utils.environ import is_single_controller
 
+from memagent_workflow.trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
 from standin.backend import StandinSGLangEngine
 from standin.config import StandinGRPOConfig
 from standin.launch import server_args_of
 
 
-class StandinPPOTrainer(PPOTrainer):
-    """`PPOTrainer` whose actor and rollout engines are the CPU stand-in's.
+class StandinPPOTrainer(MemAgentPPOTrainer):
+    """The project's trainer, with the CPU stand-in's actor and rollout engines.
 
     Two ``standin:`` settings reach AReaL here: ``xccl_bucket_mb`` (the size of
     one xccl weight-update bucket; AReaL's 1024 MB holds the tiny model whole)
