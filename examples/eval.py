@@ -37,6 +37,7 @@ from memagent_workflow.eval.checks import (
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -67,6 +68,7 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
                 from standin.cpu_job import single_controller
 
                 stack.enter_context(single_controller(config))
+            stack.enter_context(ray_for(config.scheduler.type))
             engine = launch_sglang(config)
         else:
             addrs = [

@@ -9,6 +9,7 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -22,6 +23,7 @@ from memagent_workflow.config import (
     load_run_config,
     workflow_kwargs,
 )
+from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.trainer import MemAgentPPOTrainer
 
 logger = logging.getLogger("MemAgentTrain")
@@ -78,12 +80,12 @@ def load_config(argv: list[str]) -> MemAgentGRPOConfig:
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
-    if hasattr(config, "standin"):
-        from standin.cpu_job import cpu_job
+    with contextlib.ExitStack() as stack:
+        if hasattr(config, "standin"):
+            from standin.cpu_job import cpu_job
 
-        with cpu_job(config):
-            train(config)
-    else:
+            stack.enter_context(cpu_job(config))
+        stack.enter_context(ray_for(config.scheduler.type))
         train(config)
     logger.info("training finished")
 
