@@ -25,6 +25,20 @@ from standin.model import weights_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The launches the tests run: the README's GPU commands with the GPU config's
+# weight sync (xccl, bf16) or config_cpu.yaml's (disk). README.md lists them.
+LAUNCHES = {
+    "local_disk": ("scheduler.type=local",),
+    "local_xccl": (
+        "scheduler.type=local",
+        "actor.weight_update_mode=xccl",
+        "actor.dtype=bfloat16",
+    ),
+    "ray_disk": ("scheduler.type=ray",),
+    "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
+}
+EVAL_LAUNCH = ("scheduler.type=local",)
+
 # 2 GRPO steps of 2 questions x 2 episodes x <= 3 turns; step 2 waits for v1.
 SMALL_TRAINING = (
     "total_train_steps=2",

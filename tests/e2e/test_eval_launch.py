@@ -17,7 +17,7 @@ import pytest
 
 from memagent_workflow.data.synthetic import make_synthetic
 from memagent_workflow.eval import results
-from tests.e2e.launch_runs import run_script
+from tests.e2e.launch_runs import EVAL_LAUNCH, run_script
 
 LENGTH = 12  # documents per sample
 # Files every run leaves in eval.output_dir; the plain run also keeps its
@@ -54,13 +54,13 @@ def runs(tiny_model_dir, tmp_path_factory):
     samples = make_synthetic(4, seed=LENGTH, num_docs=LENGTH)
     (root / "data" / f"eval_{LENGTH}.json").write_text(json.dumps(samples))
     plain = evaluate(root, tiny_model_dir, "plain", "scheduler.type=null")
-    controller = evaluate(root, tiny_model_dir, "controller", "scheduler.type=local")
+    controller = evaluate(root, tiny_model_dir, "controller", *EVAL_LAUNCH)
     return plain, controller
 
 
 def records(run) -> dict[str, dict]:
     path = run.out / "results" / f"length_{LENGTH}.jsonl"
-    return {r["id"]: r for r in results.read_records(path)}
+    return results.read_records(path)
 
 
 def test_the_same_result_files(runs):

@@ -20,14 +20,9 @@ import shutil
 import pytest
 from transformers import AutoModelForCausalLM
 
-from tests.e2e.launch_runs import digest_of, train
+from tests.e2e.launch_runs import LAUNCHES, digest_of, train
 
-LOCAL = ("scheduler.type=local",)
-XCCL = (
-    "actor.weight_update_mode=xccl",
-    "actor.dtype=bfloat16",
-    "standin.xccl_bucket_mb=0.1",
-)
+SEVERAL_BUCKETS = "standin.xccl_bucket_mb=0.1"
 
 
 @pytest.fixture(scope="module")
@@ -45,19 +40,20 @@ def initial(model):
 @pytest.fixture(scope="module")
 def local_disk(model, tmp_path_factory):
     """The CPU main job shortened, validation included (eval-rollout worker)."""
-    return train(tmp_path_factory.mktemp("local_disk"), model, *LOCAL)
+    return train(tmp_path_factory.mktemp("local_disk"), model, *LAUNCHES["local_disk"])
 
 
 @pytest.fixture(scope="module")
 def local_xccl(model, tmp_path_factory):
     out = tmp_path_factory.mktemp("local_xccl")
-    return train(out, model, *LOCAL, *XCCL, "valid_dataset=null")
+    launch = LAUNCHES["local_xccl"]
+    return train(out, model, *launch, SEVERAL_BUCKETS, "valid_dataset=null")
 
 
 @pytest.fixture(scope="module")
 def ray_disk(model, tmp_path_factory):
     out = tmp_path_factory.mktemp("ray_disk")
-    return train(out, model, "scheduler.type=ray", "valid_dataset=null")
+    return train(out, model, *LAUNCHES["ray_disk"], "valid_dataset=null")
 
 
 RUNS = ["local_disk", "local_xccl", "ray_disk"]
