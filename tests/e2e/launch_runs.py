@@ -87,29 +87,44 @@ class Run:
         return next(self.out.rglob("checkpoints/**/config.json")).parent
 
 
-def run_script(cmd: list[str], out: Path, timeout: float = 900) -> Run:
-    """Run ``cmd`` from the repository root; fail with its log if it fails."""
-    reports = out / "reports"
-    start = time.monotonic()
-    proc = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        env=worker_env(reports),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        timeout=timeout,
-    )
-    seconds = time.monotonic() - start
-    (out / "run.log").write_text(proc.stdout)
-    assert proc.returncode == 0, f"{' '.join(cmd)}\n...\n{proc.stdout[-6000:]}"
-    found = [json.loads(p.read_text()) for p in sorted(reports.glob("*.json"))]
-    return Run(out=out, log=proc.stdout, seconds=seconds, reports=found)
+class Launched:
+    """An entry script started in the background; `finish` waits for it."""
+
+    def __init__(self, cmd: list[str], out: Path):
+        self.cmd, self.out = cmd, out
+        out.mkdir(parents=True, exist_ok=True)
+        self.log_path = out / "run.log"
+        self._log = self.log_path.open("w")
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=worker_env(out / "reports"),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def finish(self, timeout: float = 1500) -> Run:
+        """Wait; fail with the end of the log unless the script exited 0."""
+        try:
+            self.proc.wait(timeout=max(1.0, self.start + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self._log.close()
+        seconds = time.monotonic() - self.start
+        log = self.log_path.read_text(errors="replace")
+        assert self.proc.returncode == 0, f"{' '.join(self.cmd)}\n...\n{log[-6000:]}"
+        reports = sorted((self.out / "reports").glob("*.json"))
+        found = [json.loads(p.read_text()) for p in reports]
+        return Run(out=self.out, log=log, seconds=seconds, reports=found)
 
 
-def train(out: Path, model: Path, *overrides: str) -> Run:
+def train_cmd(out: Path, model: Path, *overrides: str) -> list[str]:
     """``examples/train.py --config config_cpu.yaml`` shortened, into ``out``."""
-    cmd = [
+    return [
         sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
         *SMALL_TRAINING,
         f"actor.path={model}",
@@ -119,4 +134,3 @@ def train(out: Path, model: Path, *overrides: str) -> Run:
         f"valid_dataset.path={out / 'valid.jsonl'}",
         *overrides,
     ]  # fmt: skip
-    return run_script(cmd, out)

@@ -17,7 +17,7 @@ import pytest
 
 from memagent_workflow.data.synthetic import make_synthetic
 from memagent_workflow.eval import results
-from tests.e2e.launch_runs import EVAL_LAUNCH, run_script
+from tests.e2e.launch_runs import EVAL_LAUNCH, Launched
 
 LENGTH = 12  # documents per sample
 # Files every run leaves in eval.output_dir; the plain run also keeps its
@@ -32,9 +32,8 @@ RESULT_FILES = {
 }
 
 
-def evaluate(root, model, name, *overrides):
+def start(root, model, name, *overrides) -> Launched:
     out = root / name
-    out.mkdir()
     cmd = [
         sys.executable, "examples/eval.py", "--config", "config_eval_cpu.yaml",
         f"eval.data_root={root / 'data'}", f"eval.lengths=[{LENGTH}]",
@@ -44,7 +43,7 @@ def evaluate(root, model, name, *overrides):
         f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
         *overrides,
     ]  # fmt: skip
-    return run_script(cmd, out)
+    return Launched(cmd, out)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +52,12 @@ def runs(tiny_model_dir, tmp_path_factory):
     (root / "data").mkdir()
     samples = make_synthetic(4, seed=LENGTH, num_docs=LENGTH)
     (root / "data" / f"eval_{LENGTH}.json").write_text(json.dumps(samples))
-    plain = evaluate(root, tiny_model_dir, "plain", "scheduler.type=null")
-    controller = evaluate(root, tiny_model_dir, "controller", *EVAL_LAUNCH)
-    return plain, controller
+    # Both at once (each mostly waits on one core); seeds of their own, as AReaL
+    # draws ports from Python's `random` seeded by `seed` (greedy answers do not
+    # depend on it).
+    plain = start(root, tiny_model_dir, "plain", "scheduler.type=null", "seed=201")
+    controller = start(root, tiny_model_dir, "controller", *EVAL_LAUNCH, "seed=202")
+    return plain.finish(), controller.finish()
 
 
 def records(run) -> dict[str, dict]:

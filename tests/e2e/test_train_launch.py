@@ -20,9 +20,18 @@ import shutil
 import pytest
 from transformers import AutoModelForCausalLM
 
-from tests.e2e.launch_runs import LAUNCHES, digest_of, train
+from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
 
-SEVERAL_BUCKETS = "standin.xccl_bucket_mb=0.1"
+# Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
+# the run is not the main job (no eval-rollout worker); and a seed of its own,
+# since AReaL draws worker and server ports from Python's `random`, seeded by
+# `seed`, and these runs start at the same time.
+EXTRA = {
+    "local_disk": ("seed=101",),
+    "local_xccl": ("seed=102", "standin.xccl_bucket_mb=0.1", "valid_dataset=null"),
+    "ray_disk": ("seed=103", "valid_dataset=null"),
+}
+RUNS = sorted(EXTRA)
 
 
 @pytest.fixture(scope="module")
@@ -37,26 +46,57 @@ def initial(model):
     return digest_of(model)
 
 
+def selected_runs(request) -> list[str]:
+    """The runs the collected tests of this module use."""
+    names = set()
+    for item in request.session.items:
+        if item.module is request.module:
+            names |= set(item.fixturenames) & set(RUNS)
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None and "run" in callspec.params:
+                names.add(callspec.params["run"])
+    return sorted(names)
+
+
 @pytest.fixture(scope="module")
-def local_disk(model, tmp_path_factory):
+def runs(model, tmp_path_factory, request):
+    """The selected runs, started together: each is a chain of process starts
+    that mostly waits on one core, so two cores finish three at once in about
+    the time of one and a half."""
+    started = {}
+    for name in selected_runs(request):
+        out = tmp_path_factory.mktemp(name)
+        cmd = train_cmd(out, model, *LAUNCHES[name], *EXTRA[name])
+        started[name] = Launched(cmd, out)
+    finished = {}
+    for name, launched in started.items():
+        try:
+            finished[name] = launched.finish()
+        except AssertionError as exc:  # reported by the tests of that run
+            finished[name] = exc
+    return finished
+
+
+def get(runs, name):
+    if isinstance(runs[name], AssertionError):
+        pytest.fail(f"the {name} run failed: {runs[name]}", pytrace=False)
+    return runs[name]
+
+
+@pytest.fixture(scope="module")
+def local_disk(runs):
     """The CPU main job shortened, validation included (eval-rollout worker)."""
-    return train(tmp_path_factory.mktemp("local_disk"), model, *LAUNCHES["local_disk"])
+    return get(runs, "local_disk")
 
 
 @pytest.fixture(scope="module")
-def local_xccl(model, tmp_path_factory):
-    out = tmp_path_factory.mktemp("local_xccl")
-    launch = LAUNCHES["local_xccl"]
-    return train(out, model, *launch, SEVERAL_BUCKETS, "valid_dataset=null")
+def local_xccl(runs):
+    return get(runs, "local_xccl")
 
 
 @pytest.fixture(scope="module")
-def ray_disk(model, tmp_path_factory):
-    out = tmp_path_factory.mktemp("ray_disk")
-    return train(out, model, *LAUNCHES["ray_disk"], "valid_dataset=null")
-
-
-RUNS = ["local_disk", "local_xccl", "ray_disk"]
+def ray_disk(runs):
+    return get(runs, "ray_disk")
 
 
 @pytest.fixture(params=RUNS)
