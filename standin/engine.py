@@ -60,8 +60,8 @@ class StandinEngine:
             )
         self.context_length = context_length or derived
         # Under skip_tokenizer_init SGLang loads no tokenizer: it returns no text
-        # and cannot match stop strings. The stand-in keeps one for its
-        # `text` field and its own eos ids, and refuses stop strings (server).
+        # and cannot match stop strings. The stand-in still reads the tokenizer's
+        # eos id, and its server drops `text` and refuses stop strings.
         self.skip_tokenizer_init = skip_tokenizer_init
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)

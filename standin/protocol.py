@@ -230,9 +230,14 @@ def check_context_length(
 
 
 def build_response(
-    req: GenRequest, tokenizer: Any, weight_version: int, now: float
+    req: GenRequest,
+    tokenizer: Any,
+    weight_version: int,
+    now: float,
+    with_text: bool = True,
 ) -> dict[str, Any]:
-    """SGLang's non-streaming ``/generate`` response for a finished request."""
+    """SGLang's non-streaming ``/generate`` response for a finished request
+    (without ``text`` under ``skip_tokenizer_init``, as SGLang)."""
     text = ""
     if tokenizer is not None and req.output_ids:
         skip = req.params.skip_special_tokens
@@ -253,4 +258,5 @@ def build_response(
         ]
         if req.input_token_logprobs is not None:
             meta["input_token_logprobs"] = req.input_token_logprobs
-    return {"text": text, "output_ids": list(req.output_ids), "meta_info": meta}
+    out = {"output_ids": list(req.output_ids), "meta_info": meta}
+    return {"text": text, **out} if with_text else out

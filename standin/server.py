@@ -138,7 +138,13 @@ def build_app(engine: StandinEngine) -> web.Application:
         if req.error is not None:
             return error(500, f"generation failed: {req.error!r}")
         return web.json_response(
-            build_response(req, engine.tokenizer, engine.n_updates, loop.time())
+            build_response(
+                req,
+                engine.tokenizer,
+                engine.n_updates,
+                loop.time(),
+                with_text=not engine.skip_tokenizer_init,
+            )
         )
 
     @routes.post("/pause_generation")

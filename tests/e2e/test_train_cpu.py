@@ -1,6 +1,7 @@
 """The CPU main job in one-process SPMD mode, 2 steps: weight updates reach the server.
 
 The single-controller and Ray launches of the same job: test_train_launch.py.
+``/weights_digest`` and ``n_updates`` (weight syncs received) are stand-in only.
 """
 
 import json

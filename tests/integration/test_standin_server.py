@@ -1,4 +1,9 @@
-"""The CPU stand-in SGLang server (standin.server)."""
+"""The CPU stand-in SGLang server (standin.server).
+
+Stand-in only, read here for checks SGLang gives no way to make:
+``/weights_digest``, ``/weights_checksum`` and the ``running`` / ``waiting``
+fields of ``/get_server_info``.
+"""
 
 import json
 import threading
