@@ -2,9 +2,12 @@
 
 `cpu_job(config)` prepares everything a GPU cluster would provide: the model
 (a tiny random Qwen2 built offline), the data (synthetic HotpotQA-shaped
-questions, unless the configured files exist), one inference server (the
-SGLang-protocol stand-in) and the process environment of a one-process SPMD run
-(what `torchrun --nproc-per-node 1` and AReaL's launcher would set).
+questions, unless the configured files exist) and, by ``scheduler.type``:
+``local`` or ``ray``, the shared folders (and a local Ray instance) AReaL's
+scheduler expects, its rollout worker then launching the SGLang-protocol
+stand-in; ``null``, one stand-in server and the process environment of a
+one-process SPMD run (what `torchrun --nproc-per-node 1` and AReaL's launcher
+would set).
 """
 
 from __future__ import annotations
@@ -153,8 +156,8 @@ def single_controller(config: StandinGRPOConfig | StandinEvalConfig) -> Iterator
 def local_ray(num_cpus: int) -> Iterator[None]:
     """A Ray instance on this machine for the run, stopped afterwards.
 
-    On a cluster, ``ray start`` runs on every node instead and AReaL's
-    scheduler connects to it.
+    On a cluster, ``ray start`` runs on every node instead and the entry
+    scripts connect to it (``memagent_workflow.ray_cluster``).
     """
     import ray
 
