@@ -75,7 +75,6 @@ class Run:
     out: Path
     log: str
     seconds: float
-    cpu_seconds: float  # the whole process tree's, as far as it was reaped
     reports: list[dict] = field(default_factory=list)
 
     @property
@@ -108,19 +107,11 @@ class Launched:
 
     def finish(self, timeout: float = 1500) -> Run:
         """Wait; fail with the end of the log unless the script exited 0."""
-        cpu = 0.0
         try:
-            while True:  # wait4, not wait: it also reports the CPU time used
-                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
-                if pid:
-                    self.proc.returncode = os.waitstatus_to_exitcode(status)
-                    cpu = usage.ru_utime + usage.ru_stime
-                    break
-                if time.monotonic() > self.start + timeout:
-                    self.proc.kill()
-                    self.proc.wait()
-                    break
-                time.sleep(0.5)
+            self.proc.wait(timeout=max(1.0, self.start + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         finally:
             self._log.close()
         seconds = time.monotonic() - self.start
@@ -128,7 +119,7 @@ class Launched:
         assert self.proc.returncode == 0, f"{' '.join(self.cmd)}\n...\n{log[-6000:]}"
         reports = sorted((self.out / "reports").glob("*.json"))
         found = [json.loads(p.read_text()) for p in reports]
-        return Run(self.out, log, seconds, cpu, reports=found)
+        return Run(self.out, log, seconds, reports=found)
 
 
 def train_cmd(out: Path, model: Path, *overrides: str) -> list[str]:
