@@ -118,7 +118,6 @@ class _Live:
 
 async def _lockstep(cfg: Config, engine: SimEngine, workflow, items) -> dict[str, Any]:
     from memagent_workflow.advantage import group_advantages
-    from memagent_workflow.reward import train_reward
     from memagent_workflow.rows import pad_rows
     from memagent_workflow.workflow import Episode
 
@@ -168,7 +167,7 @@ async def _lockstep(cfg: Config, engine: SimEngine, workflow, items) -> dict[str
         for q, doc in enumerate(docs):
             group = live[q * cfg.group_size : (q + 1) * cfg.group_size]
             groups.append(group)
-            rewards = [train_reward(e.ep.answer, doc.answers) for e in group]
+            rewards = [wf.reward_fn(e.ep.answer, doc.answers) for e in group]
             advs = group_advantages(rewards, std_norm=wf.adv_std_norm)
             turns = [t for e in group for t in e.ep.turns]
             row_advs = [a for e, a in zip(group, advs, strict=True) for _ in e.ep.turns]

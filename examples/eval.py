@@ -28,15 +28,17 @@ from typing import Any
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import load_run_config, workflow_kwargs
+from memagent_workflow.config import load_run_config
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
+    check_workflow,
     prepare_output,
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -114,14 +116,17 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
 
 
 def run_length(
-    engine: Any, config: MemAgentEvalConfig, n: int, answers: dict[str, list[str]]
+    engine: Any,
+    config: MemAgentEvalConfig,
+    n: int,
+    answers: dict[str, list[str]],
+    kwargs: dict[str, Any],
 ) -> None:
     """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
     ev = config.eval
     out_path = results.results_path(ev.output_dir, n)
     done = results.scored_ids(results.read_records(out_path))
     todo = {i for i in answers if i not in done}
-    kwargs = workflow_kwargs(config, gconfig=config.gconfig, max_retries=ev.max_retries)
     bar = tqdm(
         total=len(answers),
         initial=len(answers) - len(todo),
@@ -199,7 +204,9 @@ def stream(
 
 
 def write_summary(
-    config: MemAgentEvalConfig, ids: dict[int, dict[str, list[str]]]
+    config: MemAgentEvalConfig,
+    ids: dict[int, dict[str, list[str]]],
+    kinds: dict[int, str | None],
 ) -> dict:
     """summary.json, results.md and accuracy.png from what is on disk."""
     ev, g, mem = config.eval, config.gconfig, config.memagent
@@ -211,12 +218,22 @@ def write_summary(
             f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
             f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
-            f"max_chunks {mem.max_chunks or 'none'}"
+            f"max_chunks {mem.max_chunks or 'none'}, "
+            f"prompts {load_prompts(mem.prompts).source}"
         ),
     }
     summary = results.summarize(
         ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
     )
+    built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
+    for row in summary["lengths"]:
+        row["set"] = kinds.get(row["length"])
+    if built:
+        summary["meta"]["note"] = (
+            f"N={built}: {sets.BUILT_SET} sets built locally by prepare_eval_data.py "
+            "--build (the official questions, documents sampled here), not the "
+            "official sets"
+        )
     summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
     write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
@@ -241,9 +258,12 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
     if hasattr(config, "standin"):
         from standin.cpu_job import ensure_synthetic_eval
+        from standin.tiny_model import build_tiny_model
 
         ensure_synthetic_eval(config)
-    ids = scan_lengths(config)
+        build_tiny_model(config.actor.path, seed=config.standin.seed)
+    kwargs = check_workflow(config)
+    ids, kinds = scan_lengths(config)
     out = prepare_output(config)
     todo = [
         n
@@ -254,15 +274,16 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     if todo:
         with open_engine(config) as engine:
             for n in todo:
-                run_length(engine, config, n, ids[n])
-                write_summary(config, ids)
+                run_length(engine, config, n, ids[n], kwargs)
+                write_summary(config, ids, kinds)
     else:
         logger.info("every sample is already scored; rewriting the summary only")
-    summary = write_summary(config, ids)
+    summary = write_summary(config, ids, kinds)
     for row in summary["lengths"]:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "
             + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
+            + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
         )
     logger.info(f"results in {config.eval.output_dir}/results.md")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from areal.utils import logging
 from areal.utils.saver import Saver
@@ -20,9 +21,11 @@ from datasets import Dataset, load_dataset
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
     load_run_config,
+    warmup_proportion,
     workflow_kwargs,
 )
 from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentTrain")
 
@@ -47,18 +50,48 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
+def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
+    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.memagent.warmup_steps
+    if steps is None or config.actor.optimizer is None:
+        return
+    total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
+    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, total)
+    if steps > total:
+        logger.warning(f"warm-up of {steps} steps is longer than the run ({total})")
+    logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
+
+
+def checked_workflow_kwargs(
+    config: MemAgentGRPOConfig,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Training and validation workflow kwargs, each workflow built once here: a
+    bad prompts file, reward name or token budget fails now, with its message,
+    before any server or worker starts."""
+    train_kwargs = workflow_kwargs(config)
+    eval_kwargs = workflow_kwargs(
+        config,
+        gconfig=config.eval_gconfig,
+        group_size=config.memagent.valid_group_size,
+    )
+    MemAgentWorkflow(**train_kwargs)
+    MemAgentWorkflow(**eval_kwargs)
+    return train_kwargs, eval_kwargs
+
+
 def train(config: MemAgentGRPOConfig) -> None:
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
-    eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
+    set_warmup(config, len(train_set))
+    train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
     with MemAgentPPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
         trainer.train(
             workflow=WORKFLOW,
-            workflow_kwargs=workflow_kwargs(config),
+            workflow_kwargs=train_kwargs,
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
         )

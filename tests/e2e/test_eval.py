@@ -75,8 +75,28 @@ def test_summary_counts_failures_and_missing_in_the_denominator(tmp_path):
     timing = [{"length": 50, "wall_s": 2.0, "samples": 3, "output_tokens": 100}]
     row = results.summarize_length(50, recs, ["a", "b", "c", "d"], timing)
     assert (row["n"], row["failures"], row["missing"]) == (3, 1, 1)
-    assert row["sub_em"] == pytest.approx(100 / 3)
+    assert row["non_failed"] == 2
+    assert row["sub_em"] == pytest.approx(100 / 3)  # failures count as wrong
+    assert row["sub_em_non_failed"] == pytest.approx(50.0)  # the original's way
+    assert row["em_non_failed"] == pytest.approx(50.0)
     assert row["mean_chunks"] == 3.0 and row["tokens_per_s"] == 50.0
+
+
+def test_report_shows_both_denominators(tmp_path):
+    recs = {
+        "a": results.make_record("a", ["x"], "\\boxed{x}"),
+        "b": results.make_record("b", ["x"], None, error="engine down"),
+        "c": results.make_record("c", ["x"], None, error="engine down"),
+        "d": results.make_record("d", ["x"], "\\boxed{y}"),
+    }
+    rows = [results.summarize_length(50, recs)]
+    summary = {"meta": {"denominators": "..."}, "lengths": rows}
+    text = report.results_markdown(summary)
+    # n 4, 2 failed: 1 right of 4 (all) = 25%, 1 right of 2 (non-failed) = 50%
+    assert "| 50 | 7K | 4 | 2 | - | 25.00 | 50.00 | 25.00 | 50.00 |" in text
+    assert "| **this run** (all) | 25.00 |" in text
+    assert "| this run (non-failed) | 50.00 |" in text
+    assert "sub-EM (all) | sub-EM (non-failed)" in text
 
 
 def test_report_sets_our_row_beside_the_paper(tmp_path, monkeypatch):
@@ -102,7 +122,7 @@ def test_report_sets_our_row_beside_the_paper(tmp_path, monkeypatch):
     )
     md, png = report.write_report(summary, tmp_path)
     text = md.read_text()
-    assert "| **this run** | 50.00 | 100.00 |" in text
+    assert "| **this run** (all) | 50.00 | 100.00 |" in text
     assert "| RL-MemAgent-14B (paper) | 83.59 | 82.03 |" in text
     # the plot: our line at (mean context tokens, sub-EM), beside the paper's rows
     (ax,) = figures[0].axes
@@ -244,7 +264,8 @@ def test_a_chunk_cap_below_what_a_sample_needs_is_refused(tmp_path, tiny_model_d
     overrides = [f"eval.data_root={data}", f"actor.path={tiny_model_dir}"]
     cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", *overrides)
     cfg.eval.lengths = [8]
-    assert set(scan_lengths(cfg)[8]) == {"synthetic-1-0", "synthetic-1-1"}
+    ids, kinds = scan_lengths(cfg)
+    assert set(ids[8]) == {"synthetic-1-0", "synthetic-1-1"} and kinds == {8: None}
     cfg.memagent.max_chunks = 1
     with pytest.raises(EvalRefused, match="more than memagent.max_chunks=1"):
         scan_lengths(cfg)
@@ -403,6 +424,8 @@ def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
             name = {"n_chunks": "mean_chunks", "context_tokens": "mean_context_tokens"}
             scale = 100 if key in ("sub_em", "em", "f1") else 1
             assert row[name.get(key, key)] == pytest.approx(scale * total / count), key
+            if key in ("sub_em", "em", "f1"):  # nothing failed: both denominators agree
+                assert row[f"{key}_non_failed"] == pytest.approx(row[key])
         assert row["wall_s"] > 0 and row["tokens_per_s"] > 0
     # the preseeded record's scores (sub-EM 1, EM 0, F1 0.8) are in the length-12 row
     row12 = summary["lengths"][0]

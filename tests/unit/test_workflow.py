@@ -221,13 +221,29 @@ def test_a_malformed_item_rejects_its_group_and_is_counted(tokenizer, field, val
 
 
 def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
+    with pytest.raises(ValueError, match="gconfig.max_tokens=60"):  # at construction
+        make_workflow(tokenizer, gconfig=GenerationHyperparameters(max_tokens=60))
+    # Room for the template with an empty question, not for this long question:
+    overhead = make_workflow(tokenizer).prompts.memory_template(tokenizer, "").overhead
+    fits = overhead + 16 + CHUNK + 16 + FakeEngine.final_budget
     wf = make_workflow(
-        tokenizer, gconfig=GenerationHyperparameters(max_tokens=60), group_size=1
+        tokenizer, gconfig=GenerationHyperparameters(max_tokens=fits), group_size=1
     )
-    with pytest.raises(ValueError, match="gconfig.max_tokens"):
+    item = dict(ITEM, question="Which river flows north? " * 40)
+    with pytest.raises(ValueError, match="exceeds gconfig.max_tokens"):
         asyncio.run(
             wf.run_episode(
                 FakeEngine(tokenizer, answers(set())),
-                asyncio.run(wf.read_document(ITEM)),
+                asyncio.run(wf.read_document(item)),
             )
         )
+
+
+@pytest.mark.parametrize("reward, expected", [("original", 0.0), ("squad", 1.0)])
+def test_the_configured_reward_scores_the_group(tokenizer, reward, expected):
+    """\\boxed{The river} vs gold "river": the article decides."""
+    wf = make_workflow(tokenizer, reward=reward, group_size=1)
+    stats_tracker.get("rollout").export(reset=True)
+    run(wf, FakeEngine(tokenizer, lambda ep: "\\boxed{The river}"))
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/reward"] == expected
