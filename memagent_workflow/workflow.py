@@ -151,7 +151,8 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.initial_memory = np.asarray(
             tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
         )
-        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
+        # AReaL adds the pad id, None for a tokenizer without a pad token.
+        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
         self.reward_fn = reward_function(reward)
         self.prompts = as_prompt_texts(prompts)
@@ -248,13 +249,20 @@ class MemAgentWorkflow(RolloutWorkflow):
         gconfig: GenerationHyperparameters,
         trainable: bool = True,
     ) -> Turn:
-        """One model call; refuses rather than lets the engine shorten the turn."""
-        if len(prompt) + gconfig.max_new_tokens > gconfig.max_tokens:
+        """One model call; refuses rather than lets the engine shorten the turn.
+
+        SGLang answers 400 unless prompt + max_new_tokens < its context length,
+        which the configs set to ``gconfig.max_tokens``: the same rule here, so a
+        turn SGLang would reject is refused before it is sent (AReaL would retry
+        it and lose the episode).
+        """
+        if len(prompt) + gconfig.max_new_tokens >= gconfig.max_tokens:
             raise ValueError(
                 f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
-                f"tokens exceeds gconfig.max_tokens={gconfig.max_tokens}; raise "
-                "gconfig.max_tokens (and the server's context length) or lower "
-                "memagent.chunk_tokens"
+                f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
+                "needs prompt + max_new_tokens < sglang.context_length = "
+                "gconfig.max_tokens); raise gconfig.max_tokens and "
+                "sglang.context_length or lower memagent.chunk_tokens"
             )
         req = ModelRequest(
             rid=rid,
