@@ -125,7 +125,7 @@ def test_a_cut_document_shows_its_head_and_tail_exactly(tokenizer, doc_ids):
 
 def test_an_empty_document_is_answered_from_the_default_initial_memory(tokenizer):
     wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
+        gconfig=GenerationHyperparameters(max_tokens=8192),
         tokenizer=tokenizer,
         max_final_tokens=FINAL,
         group_size=1,

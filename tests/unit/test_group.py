@@ -174,9 +174,8 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
         if k.startswith("rollout/memagent/") and not k.endswith("__count")
     }
     assert got == pytest.approx(expected)
-    # the hand values tell the neighbouring metrics apart
-    assert len(set(round(v, 6) for v in (1 / 3, 2 / 3, 5 / 9))) == 3
-    assert kinds["cut"] and kinds["empty"] and sum(kept) > 0
+    # the group exercises every counter (sub-EM, EM and F1 differ by design)
+    assert kinds["cut"] and kinds["empty"] and kinds["all_oov"] and sum(kept) > 0
 
 
 def test_metrics_count_the_cut_tokens_apart_from_the_context(tokenizer, n_chunks):
