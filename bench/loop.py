@@ -1,0 +1,193 @@
+"""Benchmark 4: the training loop, asynchronous against the original's schedule.
+
+Each configuration trains ``steps`` batches of ``batch`` questions (x
+``group_size`` episodes) against the simulated engine with a simulated
+trainer, through the loops of :mod:`bench.training_loops`: the original verl
+MemAgent loop (lockstep rollout of the whole batch, then train) and AReaL's
+loop at ``max_head_offpolicyness`` 0 (synchronous), 1, 2 and 4, across
+train/rollout ratios and question mixes. Episodes/s are counted after
+``warmup`` steps (the first rollout can never overlap a train step): the
+loops' steady state. The ideal is perfect overlap: every step takes
+max(engine-bound rollout, train step).
+
+The loops sleep far more than they compute, so each mix runs in its own
+subprocess, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.engines import CostModel, OutputModel
+from bench.train_cost import TrainCost
+from bench.workload import LONG, TRAINING, Mix
+
+REPO = Path(__file__).resolve().parent.parent
+ORIGINAL = "original"
+
+
+@dataclass(frozen=True)
+class Config:
+    # config.yaml's shape, scaled down: there 128 questions x 16 per step and 64
+    # groups in flight (1,024 episodes, about one per slot of 4 servers); here
+    # too, a step's batch is twice the slots in episodes and half of its
+    # questions are in flight at a time.
+    batch: int = 4  # questions per step (train_dataset.batch_size)
+    group_size: int = 4
+    slots: int = 8
+    concurrency: int = 2  # rollout.max_concurrent_rollouts (groups)
+    steps: int = 4
+    warmup: int = 1
+    ratios: tuple[float, ...] = (0.25, 1.0, 4.0)
+    offpolicyness: tuple[int, ...] = (0, 1, 2, 4)
+    mixes: tuple[Mix, ...] = (TRAINING, LONG)
+    chunk_tokens: int = 256
+    memory_budget: int = 1024
+    final_budget: int = 512
+    # Twice benchmark 2's service times (~50 ms memory turns), so that AReaL's
+    # 50 ms runner poll and the driver's CPU stay small against a turn.
+    cost: CostModel = field(default_factory=lambda: CostModel().scaled(2.0))
+    outputs: OutputModel = field(default_factory=OutputModel)
+    train: TrainCost = field(default_factory=TrainCost)
+    seed: int = 0
+
+
+SMOKE = Config(
+    batch=2,
+    group_size=2,
+    slots=4,
+    concurrency=1,
+    steps=3,
+    ratios=(2.0,),
+    offpolicyness=(0, 1),
+    mixes=(Mix("toy mix", (1, 3)),),
+    cost=CostModel().scaled(0.5),
+)
+
+
+def label(loop: str) -> str:
+    if loop == ORIGINAL:
+        return "original (lockstep whole batch, then train)"
+    if loop == "0":
+        return "AReaL synchronous (offpolicyness 0)"
+    return f"AReaL offpolicyness {loop}"
+
+
+def run_mix(cfg: Config, mix: Mix) -> list[dict[str, Any]]:
+    """Every ratio x loop on one mix."""
+    from bench.common import make_workflow
+    from bench.loop_plan import plan, predicted
+    from bench.training_loops import run_areal, run_original
+    from bench.vocab import load_tokenizer
+
+    tokenizer = load_tokenizer()
+    workflow = make_workflow(
+        tokenizer,
+        chunk_tokens=cfg.chunk_tokens,
+        max_memory_tokens=cfg.memory_budget,
+        max_final_tokens=cfg.final_budget,
+        group_size=cfg.group_size,
+    )
+    p = plan(cfg, mix, workflow, tokenizer)
+    rows = []
+    for ratio in cfg.ratios:
+        loops = {ORIGINAL: run_original(cfg, p, workflow, tokenizer, ratio)}
+        print(_progress(mix, ratio, ORIGINAL, loops[ORIGINAL]), flush=True)
+        for k in cfg.offpolicyness:
+            loops[str(k)] = run_areal(cfg, p, workflow, tokenizer, k, ratio)
+            print(_progress(mix, ratio, str(k), loops[str(k)]), flush=True)
+        rows.append(
+            {
+                "mix": mix.describe(),
+                "ratio": ratio,
+                "calibration": asdict(p.calib),
+                "predicted": predicted(cfg, p, ratio),
+                "loops": loops,
+            }
+        )
+    return rows
+
+
+def _progress(mix: Mix, ratio: float, loop: str, res: dict[str, Any]) -> str:
+    return (
+        f"[bench]     {mix.name}, ratio {ratio:g}, {label(loop)}: "
+        f"{res['episodes_per_s']:.2f} episodes/s ({res['wall_s']:.0f} s)"
+    )
+
+
+def run(smoke: bool = False, cfg: Config | None = None) -> dict[str, Any]:
+    """Every mix x ratio x loop; one subprocess per mix unless smoke or ``cfg``."""
+    if cfg is not None or smoke:
+        cfg = cfg or SMOKE
+        rows = [r for mix in cfg.mixes for r in run_mix(cfg, mix)]
+    else:
+        cfg = Config()
+        rows = _run_children(len(cfg.mixes))
+    return {
+        "smoke": smoke,
+        "config": {**asdict(cfg), "mixes": [m.describe() for m in cfg.mixes]},
+        "rows": rows,
+        "targets": _targets(cfg, rows),
+    }
+
+
+def _run_children(n_mixes: int) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        outs = [Path(tmp) / f"mix{i}.json" for i in range(n_mixes)]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "bench.loop", "--mix", str(i), "--out", str(o)],
+                cwd=REPO,
+            )
+            for i, o in enumerate(outs)
+        ]
+        codes = [p.wait() for p in procs]
+        if any(codes):
+            raise RuntimeError(f"loop benchmark children failed: exit codes {codes}")
+        return [r for o in outs for r in json.loads(o.read_text())]
+
+
+def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """AReaL at the config's bound (2; else the loosest run) over the original."""
+    k = "2" if 2 in cfg.offpolicyness else str(max(cfg.offpolicyness))
+    out = []
+    for mix in dict.fromkeys(r["mix"] for r in rows):
+        mine = [r for r in rows if r["mix"] == mix]
+        gains = [
+            r["loops"][k]["episodes_per_s"] / r["loops"][ORIGINAL]["episodes_per_s"]
+            for r in mine
+        ]
+        measured = [
+            f"{g:.2f}x at ratio {r['ratio']:g}"
+            for g, r in zip(gains, mine, strict=True)
+        ]
+        out.append(
+            {
+                "metric": f"training loop, AReaL offpolicyness {k} / original, {mix}",
+                "measured": ", ".join(measured),
+                "target": "reported",
+                "ratio": max(gains),
+                "pass": None,
+            }
+        )
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="one mix of the loop benchmark")
+    p.add_argument("--mix", type=int, required=True, help="index into Config.mixes")
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args()
+    cfg = Config()
+    args.out.write_text(json.dumps(run_mix(cfg, cfg.mixes[args.mix])))
+
+
+if __name__ == "__main__":
+    main()
