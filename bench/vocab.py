@@ -20,8 +20,8 @@ from tokenizers import pre_tokenizers as pre
 from transformers import PreTrainedTokenizerFast
 
 from bench.corpus import corpus_lines
-from memagent_workflow.tiny import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
-from memagent_workflow.tiny import QWEN2_SPLIT_PATTERN as SPLIT_PATTERN
+from standin.tiny_model import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
+from standin.tiny_model import QWEN2_SPLIT_PATTERN as SPLIT_PATTERN
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 VOCAB_SIZE = 32_000

@@ -29,19 +29,18 @@ from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow import eval_data, report, results
-from memagent_workflow.config import workflow_kwargs
-from memagent_workflow.eval_config import MemAgentEvalConfig
-from memagent_workflow.eval_setup import (
+from memagent_workflow.config import config_sections, workflow_kwargs
+from memagent_workflow.eval import report, results, sets
+from memagent_workflow.eval.checks import (
     EvalRefused,
     prepare_output,
     scan_lengths,
-    write_synthetic_files,
 )
+from memagent_workflow.eval.config import MemAgentEvalConfig
 
 logger = logging.getLogger("MemAgentEval")
 
-WORKFLOW = "memagent_workflow.eval_workflow.MemAgentEvalWorkflow"
+WORKFLOW = "memagent_workflow.eval.workflow.MemAgentEvalWorkflow"
 
 
 # ------------------------------------------------------------------ engines
@@ -69,8 +68,8 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
             addrs = [
                 a for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",") if a
             ]
-            if config.standin.enabled:
-                from memagent_workflow.standin import standin_server
+            if hasattr(config, "standin"):
+                from standin.cpu_job import standin_server
 
                 log_file = Path(config.eval.output_dir) / "standin_server.log"
                 addrs = [stack.enter_context(standin_server(config, log_file))]
@@ -81,7 +80,7 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
                 raise EvalRefused(
                     f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
                     "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
-                    "standin.enabled=true (CPU stand-in)."
+                    "a standin: section (CPU stand-in, see config_eval_cpu.yaml)."
                 ) from exc
         stack.callback(engine.destroy)
         yield engine
@@ -136,7 +135,7 @@ def run_length(
         for attempt in range(1 + ev.max_retries):
             if not todo:
                 break
-            path = eval_data.eval_file(ev.data_root, n)
+            path = sets.eval_file(ev.data_root, n)
             for rec in stream(engine, path, todo, kwargs, ev.concurrency):
                 writer.write(rec)
                 todo.discard(rec["id"])
@@ -175,7 +174,7 @@ def stream(
     A None from the engine (a task it dropped) is not attributable; its sample
     is simply not yielded and the caller retries what is left.
     """
-    samples = (s for s in eval_data.iter_eval_file(path) if s["id"] in want)
+    samples = (s for s in sets.iter_eval_file(path) if s["id"] in want)
     running = 0
     pending: set[str] = set()
     exhausted = False
@@ -224,8 +223,17 @@ def write_summary(
     return summary
 
 
+def load_config(argv: list[str]) -> MemAgentEvalConfig:
+    """The config; a file with a ``standin:`` section is a CPU stand-in run."""
+    config_cls = MemAgentEvalConfig
+    if "standin" in config_sections(argv):
+        from standin.config import StandinEvalConfig as config_cls
+    config, _ = load_expr_config(argv, config_cls)
+    return config
+
+
 def main(argv: list[str]) -> None:
-    config, _ = load_expr_config(argv, MemAgentEvalConfig)
+    config = load_config(argv)
     try:
         evaluate(config)
     except EvalRefused as exc:
@@ -235,8 +243,10 @@ def main(argv: list[str]) -> None:
 
 def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
-    if config.standin.enabled and config.eval.synthetic_samples:
-        write_synthetic_files(config)
+    if hasattr(config, "standin"):
+        from standin.cpu_job import ensure_synthetic_eval
+
+        ensure_synthetic_eval(config)
     ids = scan_lengths(config)
     out = prepare_output(config)
     todo = [

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from memagent_workflow import data
+from memagent_workflow.data import synthetic, training
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -69,17 +69,17 @@ def _progress(rows: Iterable, desc: str) -> Iterator:
 
 def _converted_rows(args: argparse.Namespace) -> Iterator[dict]:
     if args.synthetic is not None:
-        yield from data.make_synthetic(args.synthetic, args.seed, args.num_docs)
+        yield from synthetic.make_synthetic(args.synthetic, args.seed, args.num_docs)
         return
     if args.input is not None:
         paths = [args.input]
     else:
-        paths = data.fetch_hub_files(args.hf_dataset, args.hf_split)
+        paths = training.fetch_hub_files(args.hf_dataset, args.hf_split)
     seen: dict[str, str] = {}  # ids must be unique across all files
     for path in paths:
         print(f"reading {path}", file=sys.stderr)
-        labelled = _progress(data.load_rows(path), desc=Path(path).name)
-        yield from data.iter_converted(labelled, str(path), seen)
+        labelled = _progress(training.load_rows(path), desc=Path(path).name)
+        yield from training.iter_converted(labelled, str(path), seen)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,11 +95,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--num-docs must be >= 2, got {args.num_docs}")
     rows = itertools.islice(_converted_rows(args), args.limit)
     try:
-        count = data.write_jsonl_atomic(rows, args.output)
-    except data.DataError as exc:
+        count = training.write_jsonl_atomic(rows, args.output)
+    except training.DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except data.HubError as exc:
+    except training.HubError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {count} rows to {args.output}", file=sys.stderr)

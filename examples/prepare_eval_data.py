@@ -17,7 +17,8 @@ import argparse
 import re
 import sys
 
-from memagent_workflow import eval_build, eval_data
+from memagent_workflow.eval import build as eval_build
+from memagent_workflow.eval import sets
 
 
 def _lengths(text: str) -> list[int]:
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--lengths",
         type=_lengths,
-        default=list(eval_data.DEFAULT_LENGTHS),
+        default=list(sets.DEFAULT_LENGTHS),
         help='documents per sample, e.g. "50 200" or "50,200" (default: the 8 hub sets)',
     )
     mode = p.add_mutually_exclusive_group()
@@ -56,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
         help="build eval_N.json locally from --source (e.g. 12800 25600)",
     )
     p.add_argument("--force", action="store_true", help="with --download: refetch all")
-    p.add_argument("--repo-id", default=eval_data.HUB_REPO_ID, help="HF dataset repo")
+    p.add_argument("--repo-id", default=sets.HUB_REPO_ID, help="HF dataset repo")
     p.add_argument("--source", help="HotpotQA dev file (JSON list or JSONL)")
     p.add_argument("--seed", type=int, help="seed for --build (required with it)")
     p.add_argument("--num-questions", type=int, default=128, help="for --build")
@@ -73,23 +74,23 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.build:
             if args.source is None or args.seed is None:
-                raise eval_data.EvalDataError("--build needs --source and --seed")
+                raise sets.EvalDataError("--build needs --source and --seed")
             if any(n <= 0 for n in args.build):
-                raise eval_data.EvalDataError("--build lengths must be positive")
+                raise sets.EvalDataError("--build lengths must be positive")
             for path in eval_build.build(
                 args.build, args.source, args.seed, args.data_root, args.num_questions
             ):
                 print(f"wrote {path}")
             return 0
         if args.download:
-            for path in eval_data.download(
+            for path in sets.download(
                 args.data_root, args.lengths, args.repo_id, force=args.force
             ):
                 print(f"downloaded {path}")
-        found = eval_data.status(args.data_root, args.lengths)
-        print(eval_data.format_status(args.data_root, found))
+        found = sets.status(args.data_root, args.lengths)
+        print(sets.format_status(args.data_root, found))
         return 0 if all(p is not None for p in found.values()) else 1
-    except (eval_data.EvalDataError, OSError) as exc:
+    except (sets.EvalDataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

@@ -9,7 +9,6 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -23,7 +22,11 @@ from areal.utils.saver import Saver
 from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
-from memagent_workflow.config import MemAgentGRPOConfig, workflow_kwargs
+from memagent_workflow.config import (
+    MemAgentGRPOConfig,
+    config_sections,
+    workflow_kwargs,
+)
 
 logger = logging.getLogger("MemAgentTrain")
 
@@ -113,13 +116,23 @@ def train(config: MemAgentGRPOConfig) -> None:
     logger.info(f"HF checkpoints: {sorted(os.listdir(saved))} under {saved}")
 
 
-def main(argv: list[str]) -> None:
-    config, _ = load_expr_config(argv, MemAgentGRPOConfig)
-    with contextlib.ExitStack() as stack:
-        if config.standin.enabled:
-            from memagent_workflow.standin import cpu_standin
+def load_config(argv: list[str]) -> MemAgentGRPOConfig:
+    """The config; a file with a ``standin:`` section is a CPU stand-in run."""
+    config_cls = MemAgentGRPOConfig
+    if "standin" in config_sections(argv):
+        from standin.config import StandinGRPOConfig as config_cls
+    config, _ = load_expr_config(argv, config_cls)
+    return config
 
-            stack.enter_context(cpu_standin(config))
+
+def main(argv: list[str]) -> None:
+    config = load_config(argv)
+    if hasattr(config, "standin"):
+        from standin.cpu_job import cpu_job
+
+        with cpu_job(config):
+            train(config)
+    else:
         train(config)
     logger.info("training finished")
 

@@ -44,35 +44,6 @@ class MemAgentConfig:
 
 
 @dataclass
-class StandInConfig:
-    """The CPU stand-in stack (tiny model + local SGLang-protocol server).
-
-    For laptops and CI only: it runs AReaL's real client, trainer and FSDP actor
-    against a small transformers model. Never a production engine.
-    """
-
-    enabled: bool = field(
-        default=False,
-        metadata={"help": "Build the tiny model, start the stand-in server, train."},
-    )
-    seed: int = field(default=0, metadata={"help": "Tiny model and data seed."})
-    synthetic_train: int = field(
-        default=32, metadata={"help": "Synthetic questions when no train set exists."}
-    )
-    synthetic_valid: int = field(
-        default=8, metadata={"help": "Synthetic questions when no valid set exists."}
-    )
-    synthetic_docs: int = field(
-        default=12, metadata={"help": "Documents per synthetic context."}
-    )
-    port: int = field(default=0, metadata={"help": "Server port (0 = a free one)."})
-    server_addr: str = field(
-        default="",
-        metadata={"help": "host:port of a running stand-in server to use instead."},
-    )
-
-
-@dataclass
 class MemAgentGRPOConfig(GRPOConfig):
     """AReaL GRPO experiment config plus a ``memagent:`` section.
 
@@ -83,7 +54,6 @@ class MemAgentGRPOConfig(GRPOConfig):
     """
 
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
-    standin: StandInConfig = field(default_factory=StandInConfig)
 
     def __post_init__(self):
         super().__post_init__()
@@ -115,3 +85,23 @@ def workflow_kwargs(
     )
     kwargs.update(overrides)
     return kwargs
+
+
+def config_sections(argv: list[str]) -> set[str]:
+    """Top-level sections of the YAML file named by ``--config`` in ``argv``.
+
+    The entry scripts use it to pick the config class: a file with a
+    ``standin:`` section is a CPU run against the stand-in server.
+    """
+    import yaml
+
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        else:
+            continue
+        with open(path) as f:
+            return set(yaml.safe_load(f) or {})
+    return set()

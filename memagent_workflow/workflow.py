@@ -22,12 +22,22 @@ from areal.api.cli_args import GenerationHyperparameters
 from areal.utils import logging, stats_tracker
 from transformers import PreTrainedTokenizerFast
 
-from .advantage import group_advantages
-from .chunking import chunk_views
-from .context import aencode_context
-from .prompts import PromptTemplate, final_answer_template, memory_update_template
-from .reward import exact_match, extract_boxed, f1, sub_em, train_reward
-from .rows import Turn, pad_rows
+from memagent_workflow.advantage import group_advantages
+from memagent_workflow.chunking import chunk_views
+from memagent_workflow.context import aencode_context
+from memagent_workflow.prompts import (
+    PromptTemplate,
+    final_answer_template,
+    memory_update_template,
+)
+from memagent_workflow.reward import (
+    exact_match,
+    extract_boxed,
+    f1,
+    sub_em,
+    train_reward,
+)
+from memagent_workflow.rows import Turn, pad_rows
 
 logger = logging.getLogger("MemAgentWorkflow")
 

@@ -14,21 +14,29 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen2 model + tokenizer (seed 0), built once per session."""
-    from memagent_workflow.tiny import build_tiny_model
+    from standin.tiny_model import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
 
 @pytest.fixture(scope="session")
-def local_server(
+def standin_server(
     tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator:
-    """A running CPU stand-in server on ``tiny_model_dir`` (a ``LocalServer``).
+    """A running CPU stand-in server on ``tiny_model_dir`` (a ``StandinServer``).
 
     Tests that pause it or load other weights must restore it before returning.
     """
-    from memagent_workflow.local_launch import LocalServer
+    from standin.launch import StandinServer
 
-    log_file = tmp_path_factory.mktemp("local_server") / "server.log"
-    with LocalServer(tiny_model_dir, seed=0, log_file=log_file) as server:
+    log_file = tmp_path_factory.mktemp("standin_server") / "server.log"
+    with StandinServer(tiny_model_dir, seed=0, log_file=log_file) as server:
         yield server
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test with its layer, the folder it lives in (unit/integration/e2e)."""
+    for item in items:
+        layer = Path(str(item.fspath)).parent.name
+        if layer in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, layer))

@@ -1,0 +1,1 @@
+"""MemAgent QA data: the row schema, training-data conversion, synthetic questions, files."""

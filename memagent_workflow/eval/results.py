@@ -1,0 +1,256 @@
+"""Eval results on disk: one JSONL per length, appended as samples finish.
+
+``length_{N}.jsonl`` holds one JSON object per line and per finished sample.
+A sample may appear more than once (a failed sample retried by a later run);
+readers take the last line per id. A line is written with one ``write`` and
+then flushed and fsync'ed, so a killed run leaves at most a torn last line,
+which ``ResultWriter`` cuts off before appending. ``timing.jsonl`` gets one
+line per (run, length) finished, for wall time and generated tokens/s.
+No AReaL import here.
+
+Record keys: ``id``; ``prediction`` (the final turn's text, null if the sample
+failed); ``boxed`` (its last complete ``\\boxed{}``, or null); ``answers``;
+``sub_em``, ``em``, ``f1`` (0/1 and [0, 1], scored on ``boxed``; no box or an
+error scores 0); ``n_chunks`` and ``context_tokens`` (the document as read);
+``output_tokens`` (all turns); ``latency_s`` (the sample's wall time, turns
+run one after another); ``error`` (null, or why the sample failed after its
+retries).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memagent_workflow.data.files import atomic_write
+from memagent_workflow.reward import exact_match, extract_boxed, f1, sub_em
+
+RECORD_KEYS = (
+    "id",
+    "prediction",
+    "boxed",
+    "answers",
+    "sub_em",
+    "em",
+    "f1",
+    "n_chunks",
+    "context_tokens",
+    "output_tokens",
+    "latency_s",
+    "error",
+)
+SUMMARY_FILE = "summary.json"
+TIMING_FILE = "timing.jsonl"
+
+
+def results_path(output_dir: str | os.PathLike, n: int) -> Path:
+    """``{output_dir}/length_{n}.jsonl``."""
+    return Path(output_dir) / f"length_{n}.jsonl"
+
+
+# ------------------------------------------------------------------ records
+
+
+def make_record(
+    sample_id: str,
+    answers: list[str],
+    prediction: str | None,
+    *,
+    n_chunks: int | None = None,
+    context_tokens: int | None = None,
+    output_tokens: int = 0,
+    latency_s: float = 0.0,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """One result line. Metrics score the boxed answer only; no box (or an error) is 0."""
+    boxed = None if prediction is None else extract_boxed(prediction)
+    scored = boxed is not None and error is None
+    return {
+        "id": str(sample_id),
+        "prediction": prediction,
+        "boxed": boxed,
+        "answers": list(answers),
+        "sub_em": sub_em(boxed, answers) if scored else 0.0,
+        "em": exact_match(boxed, answers) if scored else 0.0,
+        "f1": f1(boxed, answers) if scored else 0.0,
+        "n_chunks": n_chunks,
+        "context_tokens": context_tokens,
+        "output_tokens": int(output_tokens),
+        "latency_s": round(float(latency_s), 3),
+        "error": error,
+    }
+
+
+def read_records(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
+    """The last record per id (insertion order = first appearance); {} if no file.
+
+    A line that is not a JSON object with an ``id`` is skipped: only the last
+    line can be torn by a kill, and it belongs to a sample that was in flight.
+    """
+    path = Path(path)
+    out: dict[str, dict[str, Any]] = {}
+    if not path.is_file():
+        return out
+    with path.open("rb") as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and "id" in rec:
+                out[str(rec["id"])] = rec
+    return out
+
+
+def scored_ids(records: dict[str, dict[str, Any]]) -> set[str]:
+    """Ids whose last record has no error (a resumed run skips them)."""
+    return {i for i, r in records.items() if r.get("error") is None}
+
+
+class ResultWriter:
+    """Appends records to one JSONL file, each durable before ``write`` returns."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._f = self.path.open("ab")
+        self._drop_torn_tail()
+
+    def _drop_torn_tail(self) -> None:
+        """Cut a last line without its newline (a write cut short by a kill)."""
+        size = self._f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        with self.path.open("rb") as r:
+            data = r.read()
+        if data.endswith(b"\n"):
+            return
+        keep = data.rfind(b"\n") + 1
+        self._f.truncate(keep)
+        self._f.seek(keep)
+
+    def write(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        self._f.write(line.encode("utf-8"))
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+    def __enter__(self) -> ResultWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def append_timing(
+    output_dir: str | os.PathLike, n: int, wall_s: float, samples: int, tokens: int
+) -> None:
+    """Log one finished (run, length) segment for wall time and tokens/s."""
+    rec = {"length": n, "wall_s": wall_s, "samples": samples, "output_tokens": tokens}
+    with (Path(output_dir) / TIMING_FILE).open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_timing(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    path = Path(output_dir) / TIMING_FILE
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rows.append(json.loads(line))
+        except ValueError:
+            continue
+    return rows
+
+
+# ------------------------------------------------------------------ summary
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    vals = [float(v) for v in values if v is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def summarize_length(
+    n: int,
+    records: dict[str, dict[str, Any]],
+    expected_ids: Iterable[str] | None = None,
+    timing: Iterable[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """Numbers for one length; accuracies in percent over *every* recorded sample.
+
+    Failed samples count as wrong and are reported in ``failures``; samples of
+    ``expected_ids`` with no record at all are reported in ``missing``.
+    """
+    if expected_ids is not None:
+        expected = [str(i) for i in expected_ids]
+        wanted = set(expected)
+        records = {i: r for i, r in records.items() if i in wanted}
+        missing: int | None = len(wanted) - len(records)
+    else:
+        missing = None
+    recs = list(records.values())
+    count = len(recs)
+    seg = [t for t in timing if t.get("length") == n]
+    wall = sum(float(t["wall_s"]) for t in seg)
+    tokens = sum(int(t["output_tokens"]) for t in seg)
+
+    def pct(key: str) -> float | None:
+        return 100.0 * sum(float(r[key]) for r in recs) / count if count else None
+
+    return {
+        "length": n,
+        "n": count,
+        "missing": missing,
+        "failures": sum(r.get("error") is not None for r in recs),
+        "sub_em": pct("sub_em"),
+        "em": pct("em"),
+        "f1": pct("f1"),
+        "mean_chunks": _mean(r.get("n_chunks") for r in recs),
+        "mean_context_tokens": _mean(r.get("context_tokens") for r in recs),
+        "wall_s": wall if seg else None,
+        "tokens_per_s": tokens / wall if seg and wall > 0 else None,
+    }
+
+
+def present_lengths(output_dir: str | os.PathLike) -> list[int]:
+    """Lengths N with a ``length_{N}.jsonl`` in ``output_dir``."""
+    out = []
+    for p in Path(output_dir).glob("length_*.jsonl"):
+        tail = p.stem.removeprefix("length_")
+        if tail.isdigit():
+            out.append(int(tail))
+    return sorted(out)
+
+
+def summarize(
+    output_dir: str | os.PathLike,
+    expected: dict[int, list[str]] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Summary of every length present in ``output_dir`` (``expected``: ids per N)."""
+    expected = expected or {}
+    timing = read_timing(output_dir)
+    lengths = sorted(set(present_lengths(output_dir)) | set(expected))
+    rows = [
+        summarize_length(
+            n, read_records(results_path(output_dir, n)), expected.get(n), timing
+        )
+        for n in lengths
+    ]
+    return {"meta": meta or {}, "lengths": rows}
+
+
+def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
+    """Write JSON to a temp file and rename it over ``path``."""
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text, "utf-8"))

@@ -1,0 +1,91 @@
+"""MemAgent for evaluation: one episode per question, returned as a result record.
+
+``arun_episode`` returns a small plain dict (see ``results.make_record``), not
+training rows; AReaL passes such dicts through when
+``rollout.check_trajectory_format`` is false. It never raises and never returns
+None: a sample whose episode keeps failing comes back, after ``max_retries``
+more attempts, as a record with ``error`` set, so the caller can count it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from areal.api import InferenceEngine
+from areal.utils import logging
+
+from memagent_workflow.eval.results import make_record
+from memagent_workflow.workflow import MemAgentWorkflow
+
+logger = logging.getLogger("MemAgentEval")
+
+
+def _why(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+class MemAgentEvalWorkflow(MemAgentWorkflow):
+    """One episode per sample, scored on its boxed answer; no chunk is ever cut."""
+
+    def __init__(self, *args: Any, max_retries: int = 2, **kwargs: Any):
+        kwargs["group_size"] = 1
+        super().__init__(*args, **kwargs)
+        if max_retries < 0:
+            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
+        self.max_retries = max_retries
+
+    async def arun_episode(
+        self, engine: InferenceEngine, data: dict[str, Any]
+    ) -> dict[str, Any]:
+        sample_id = str(data.get("id", "<no id>"))
+        answers = data.get("answers") or []
+        answers = [answers] if isinstance(answers, str) else list(answers)
+        start = time.perf_counter()
+        try:
+            doc = await self.read_document(data)
+        except Exception as exc:  # malformed sample: retrying will not help
+            return make_record(sample_id, answers, None, error=_why(exc))
+        n_chunks, context_tokens = len(doc.chunks), doc.context_tokens
+        if doc.truncated_tokens:
+            needed = -(-context_tokens // self.chunk_tokens)
+            return make_record(
+                sample_id,
+                answers,
+                None,
+                n_chunks=needed,
+                context_tokens=context_tokens,
+                error=(
+                    f"the context needs {needed} chunks, more than memagent.max_chunks="
+                    f"{self.max_chunks}; evaluation never cuts a document"
+                ),
+            )
+        error = "no attempt made"
+        for attempt in range(1 + self.max_retries):
+            try:
+                ep = await self.run_episode(engine, doc, keep_turns=False)
+            except Exception as exc:
+                error = _why(exc)
+                logger.warning(
+                    f"sample {sample_id}: attempt {attempt + 1}/"
+                    f"{1 + self.max_retries} failed: {error}"
+                )
+                continue
+            return make_record(
+                sample_id,
+                answers,
+                ep.answer,
+                n_chunks=n_chunks,
+                context_tokens=context_tokens,
+                output_tokens=ep.output_tokens,
+                latency_s=time.perf_counter() - start,
+            )
+        return make_record(
+            sample_id,
+            answers,
+            None,
+            n_chunks=n_chunks,
+            context_tokens=context_tokens,
+            latency_s=time.perf_counter() - start,
+            error=f"failed after {1 + self.max_retries} attempts; last: {error}",
+        )

@@ -1,0 +1,13 @@
+"""A CPU stand-in for SGLang: a test double, not an inference engine.
+
+It speaks the part of SGLang's HTTP protocol that AReaL 1.0.4's client uses,
+backed by a tiny transformers model, so that AReaL's real client, executor,
+trainer and FSDP actor run on a laptop or in CI. Nothing here is imported by a
+GPU run; it is not part of the ``memagent_workflow`` wheel.
+
+- ``server``, ``engine``, ``model``, ``protocol``: the HTTP server and its generation core
+- ``launch``: start and stop the server as a subprocess
+- ``tiny_model``: the tiny offline Qwen2 model and tokenizer
+- ``packed_sdpa``: pack-aware SDPA for AReaL's FSDP actor on CPU (a process-wide patch)
+- ``config``, ``cpu_job``: the ``standin:`` config section and the CPU job's wiring
+"""

@@ -1,0 +1,58 @@
+"""The ``standin:`` config section, on top of the product's training and eval configs.
+
+A config file with a ``standin:`` section is a CPU run: ``examples/train.py`` and
+``examples/eval.py`` then load it with these subclasses, build the tiny model at
+``actor.path``, write synthetic data where files are missing and serve the model
+with the stand-in server instead of SGLang.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memagent_workflow.config import MemAgentGRPOConfig
+from memagent_workflow.eval.config import MemAgentEvalConfig
+
+
+@dataclass
+class StandinConfig:
+    """The CPU stand-in stack: tiny model, synthetic data, stand-in server."""
+
+    seed: int = field(default=0, metadata={"help": "Tiny model and data seed."})
+    synthetic_train: int = field(
+        default=32, metadata={"help": "Synthetic questions when no train set exists."}
+    )
+    synthetic_valid: int = field(
+        default=8, metadata={"help": "Synthetic questions when no valid set exists."}
+    )
+    synthetic_docs: int = field(
+        default=12, metadata={"help": "Documents per synthetic training context."}
+    )
+    synthetic_eval: int = field(
+        default=8,
+        metadata={"help": "Synthetic questions per missing eval_{N}.json (eval only)."},
+    )
+    port: int = field(default=0, metadata={"help": "Server port (0 = a free one)."})
+    server_addr: str = field(
+        default="",
+        metadata={"help": "host:port of a running stand-in server to use instead."},
+    )
+
+    def __post_init__(self):
+        for name in ("synthetic_train", "synthetic_valid", "synthetic_eval"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"standin.{name} must be >= 0")
+
+
+@dataclass
+class StandinGRPOConfig(MemAgentGRPOConfig):
+    """Training config of a CPU run against the stand-in server."""
+
+    standin: StandinConfig = field(default_factory=StandinConfig)
+
+
+@dataclass
+class StandinEvalConfig(MemAgentEvalConfig):
+    """Eval config of a CPU run against the stand-in server."""
+
+    standin: StandinConfig = field(default_factory=StandinConfig)

@@ -1,0 +1,155 @@
+"""The CPU job: AReaL's real trainer and eval against the stand-in server.
+
+`cpu_job(config)` prepares everything a GPU cluster would provide: the model
+(a tiny random Qwen2 built offline), the data (synthetic HotpotQA-shaped
+questions, unless the configured files exist), one inference server (the
+SGLang-protocol stand-in) and the process environment of a one-process SPMD run
+(what `torchrun --nproc-per-node 1` and AReaL's launcher would set).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from areal.utils import logging, name_resolve, names
+
+from memagent_workflow.data.synthetic import make_synthetic
+from memagent_workflow.data.training import write_jsonl_atomic
+from memagent_workflow.eval import results, sets
+from standin.config import StandinEvalConfig, StandinGRPOConfig
+from standin.launch import find_free_port, start_standin_server
+from standin.packed_sdpa import install_packed_sdpa
+from standin.tiny_model import build_tiny_model
+
+logger = logging.getLogger("StandinCpuJob")
+
+
+def ensure_synthetic(path: str, n: int, seed: int, num_docs: int) -> None:
+    """Write ``n`` synthetic questions to ``path`` unless the file exists."""
+    if Path(path).exists():
+        logger.info(f"using existing data {path}")
+        return
+    write_jsonl_atomic(make_synthetic(n, seed=seed, num_docs=num_docs), path)
+    logger.info(f"wrote {n} synthetic questions to {path}")
+
+
+def allow_missing_sglang() -> None:
+    """Let `SGLangConfig.build_args` run without the sglang package.
+
+    AReaL 1.0.4 builds SGLang server arguments even when it only connects to
+    existing servers, and that checks sglang's version. SGLang cannot be
+    installed on CPU; the arguments are unused here, so the check is skipped.
+    """
+    import importlib.metadata
+
+    from areal.utils import pkg_version
+
+    try:
+        importlib.metadata.version("sglang")
+        return
+    except importlib.metadata.PackageNotFoundError:
+        pass
+    original = pkg_version.is_version_greater_or_equal
+
+    def check(package: str, version: str) -> bool:
+        return True if package == "sglang" else original(package, version)
+
+    pkg_version.is_version_greater_or_equal = check
+
+
+def spmd_env(server_addr: str) -> dict[str, str]:
+    """Environment of rank 0 of a one-process SPMD run using ``server_addr``."""
+    return {
+        "AREAL_SPMD_MODE": "1",
+        "AREAL_LLM_SERVER_ADDRS": server_addr,
+        "RANK": "0",
+        "LOCAL_RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_WORLD_SIZE": "1",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(find_free_port()),
+        "TORCHDYNAMO_DISABLE": "1",
+        "HF_HUB_OFFLINE": "1",
+    }
+
+
+@contextlib.contextmanager
+def standin_server(
+    config: StandinGRPOConfig | StandinEvalConfig, log_file: Path
+) -> Iterator[str]:
+    """The tiny model at ``actor.path`` (built if missing), served on CPU.
+
+    Yields ``standin.server_addr`` when set (a server someone else runs), else the
+    address of a stand-in server started here and stopped on exit.
+    """
+    cfg = config.standin
+    build_tiny_model(config.actor.path, seed=cfg.seed)
+    if cfg.server_addr:
+        yield cfg.server_addr
+        return
+    server = start_standin_server(
+        config.actor.path, port=cfg.port or None, seed=cfg.seed, log_file=log_file
+    )
+    logger.info(f"CPU stand-in server (not a production engine) at {server.addr}")
+    try:
+        yield server.addr
+    finally:
+        server.stop()
+
+
+@contextlib.contextmanager
+def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
+    """Model, data, server and environment for a CPU run; yields the server address."""
+    cfg = config.standin
+    ensure_synthetic(
+        config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg.synthetic_docs
+    )
+    if config.valid_dataset is not None:
+        ensure_synthetic(
+            config.valid_dataset.path,
+            cfg.synthetic_valid,
+            cfg.seed + 1,
+            cfg.synthetic_docs,
+        )
+    # Keys left by an earlier run of the same trial would make the disk weight
+    # update fire before its checkpoint exists (AReaL's launcher clears them too).
+    name_resolve.clear_subtree(
+        names.trial_root(config.experiment_name, config.trial_name)
+    )
+    allow_missing_sglang()
+    install_packed_sdpa()
+    log_file = Path(config.cluster.fileroot) / "standin" / "server.log"
+    with standin_server(config, log_file) as addr:
+        saved = {k: os.environ.get(k) for k in spmd_env("")}
+        os.environ.update(spmd_env(addr))
+        try:
+            yield addr
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+
+def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
+    """Synthetic ``eval_{N}.json`` where missing (CPU smoke data, never a result)."""
+    n_samples, ev = config.standin.synthetic_eval, config.eval
+    for n in ev.lengths if n_samples else ():
+        path = sets.eval_file(ev.data_root, n)
+        if path.is_file():
+            continue
+        try:
+            samples = make_synthetic(
+                n_samples, seed=config.standin.seed + n, num_docs=n
+            )
+        except ValueError as exc:
+            raise ValueError(f"cannot write synthetic eval_{n}.json: {exc}") from exc
+        path.parent.mkdir(parents=True, exist_ok=True)
+        results.write_json_atomic(path, samples)
+        logger.warning(
+            f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
+        )

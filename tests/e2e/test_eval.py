@@ -1,0 +1,360 @@
+"""RULER-HQA evaluation: metrics, result files, the eval workflow, and the eval
+script end to end (killed with SIGKILL mid-run, then resumed) on the CPU stand-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memagent_workflow.data.synthetic import make_synthetic
+from memagent_workflow.eval import report, results
+
+REPO = Path(__file__).resolve().parents[2]
+
+# ------------------------------------------------------------------ metrics
+
+
+@pytest.mark.parametrize(
+    "prediction, sub, em, f1",
+    [
+        ("so the answer is \\boxed{Paris}", 1.0, 1.0, 1.0),
+        ("\\boxed{the paris.}", 1.0, 1.0, 1.0),  # normalised: case, article, dot
+        ("\\boxed{Paris, France}", 1.0, 0.0, 2 / 3),  # gold inside the prediction
+        ("\\boxed{Par}", 1.0, 0.0, 0.0),  # prediction inside the gold (lenient)
+        ("\\boxed{London}", 0.0, 0.0, 0.0),
+        ("Paris", 0.0, 0.0, 0.0),  # right text but no box: scores 0
+        ("\\boxed{}", 0.0, 0.0, 0.0),  # an empty box is no answer
+    ],
+)
+def test_record_scores_the_boxed_answer(prediction, sub, em, f1):
+    rec = results.make_record("q", ["Paris"], prediction, n_chunks=2)
+    assert (rec["sub_em"], rec["em"]) == (sub, em)
+    assert rec["f1"] == pytest.approx(f1)
+    assert list(rec) == list(results.RECORD_KEYS)
+
+
+def test_failed_record_scores_zero_and_keeps_its_reason():
+    rec = results.make_record("q", ["Paris"], None, error="boom")
+    assert rec["boxed"] is None and rec["error"] == "boom"
+    assert rec["sub_em"] == rec["em"] == rec["f1"] == 0.0
+
+
+# ------------------------------------------------------------------ files
+
+
+def test_last_line_per_id_wins_and_a_torn_tail_is_cut(tmp_path):
+    path = tmp_path / "length_50.jsonl"
+    with results.ResultWriter(path) as w:
+        w.write(results.make_record("a", ["x"], None, error="timeout"))
+        w.write(results.make_record("b", ["x"], "\\boxed{x}"))
+    with path.open("ab") as f:
+        f.write(b'{"id": "a", "predic')  # a kill in the middle of a write
+    assert results.read_records(path)["a"]["error"] == "timeout"
+    with results.ResultWriter(path) as w:
+        w.write(results.make_record("a", ["x"], "\\boxed{x}"))
+    lines = path.read_text().splitlines()
+    assert [json.loads(s)["id"] for s in lines] == ["a", "b", "a"]
+    recs = results.read_records(path)
+    assert results.scored_ids(recs) == {"a", "b"} and recs["a"]["sub_em"] == 1.0
+
+
+def test_summary_counts_failures_and_missing_in_the_denominator(tmp_path):
+    recs = {
+        "a": results.make_record("a", ["x"], "\\boxed{x}", n_chunks=2),
+        "b": results.make_record("b", ["x"], "\\boxed{y}", n_chunks=4),
+        "c": results.make_record("c", ["x"], None, error="engine down"),
+    }
+    timing = [{"length": 50, "wall_s": 2.0, "samples": 3, "output_tokens": 100}]
+    row = results.summarize_length(50, recs, ["a", "b", "c", "d"], timing)
+    assert (row["n"], row["failures"], row["missing"]) == (3, 1, 1)
+    assert row["sub_em"] == pytest.approx(100 / 3)
+    assert row["mean_chunks"] == 3.0 and row["tokens_per_s"] == 50.0
+
+
+def test_report_sets_our_row_beside_the_paper(tmp_path):
+    rows = [results.summarize_length(50, {"a": results.make_record("a", ["x"], "")})]
+    summary = {"meta": {"label": "mine"}, "lengths": rows}
+    md, png = report.write_report(summary, tmp_path)
+    text = md.read_text()
+    assert "| **this run** | 0.00 |" in text
+    assert "| RL-MemAgent-14B (paper) | 83.59 |" in text
+    assert png.stat().st_size > 10_000
+
+
+# ------------------------------------------------------------ eval workflow
+
+
+@pytest.fixture(scope="module")
+def eval_workflow(tiny_model_dir):
+    from areal.api.cli_args import GenerationHyperparameters
+
+    from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
+
+    def make(**kw):
+        args = dict(
+            gconfig=GenerationHyperparameters(max_tokens=4096),
+            tokenizer=str(tiny_model_dir),
+            chunk_tokens=40,
+            max_memory_tokens=16,
+            max_final_tokens=64,  # FakeEngine.final_budget
+            max_retries=1,
+        )
+        return MemAgentEvalWorkflow(**{**args, **kw})
+
+    return make
+
+
+SAMPLE = make_synthetic(1, seed=3, num_docs=6)[0]
+
+
+def fake_engine(workflow, answer, fail_for=()):
+    from tests.fakes import FakeEngine
+
+    return FakeEngine(workflow.tokenizer, lambda ep: answer, fail_for=fail_for)
+
+
+def test_eval_workflow_returns_one_scored_record(eval_workflow):
+    wf = eval_workflow()
+    gold = SAMPLE["answers"][0]
+    engine = fake_engine(wf, f"It is \\boxed{{{gold}}}")
+    rec = asyncio.run(wf.arun_episode(engine, SAMPLE))
+    assert rec["error"] is None and rec["sub_em"] == 1.0 and rec["id"] == SAMPLE["id"]
+    assert rec["n_chunks"] == len(engine.requests) - 1  # one memory turn per chunk
+
+
+def test_eval_workflow_retries_then_reports_the_failure(eval_workflow):
+    wf = eval_workflow()
+    # Episodes 0 and 1 fail: the retry (episode 1) fails too, so an error record.
+    rec = asyncio.run(wf.arun_episode(fake_engine(wf, "x", {0, 1}), SAMPLE))
+    assert rec["error"].startswith("failed after 2 attempts") and rec["sub_em"] == 0
+    rec = asyncio.run(wf.arun_episode(fake_engine(wf, "\\boxed{x}", {0}), SAMPLE))
+    assert rec["error"] is None  # the retry succeeded
+
+
+def test_eval_workflow_never_cuts_a_document(eval_workflow):
+    wf = eval_workflow(max_chunks=1)
+    rec = asyncio.run(wf.arun_episode(fake_engine(wf, "\\boxed{x}"), SAMPLE))
+    assert "max_chunks=1" in rec["error"] and rec["n_chunks"] > 1
+
+
+def test_eval_workflow_reports_a_malformed_sample(eval_workflow):
+    wf = eval_workflow()
+    bad = {"id": "q9", "question": "", "context": "c", "answers": ["a"]}
+    rec = asyncio.run(wf.arun_episode(fake_engine(wf, "x"), bad))
+    assert rec["id"] == "q9" and "question" in rec["error"]
+
+
+# ------------------------------------------------------------ configs, refusals
+
+
+def load_eval_config(tmp_path, name="config_eval_cpu.yaml", *overrides):
+    from examples.eval import load_config
+
+    args = [
+        "--config",
+        str(REPO / name),
+        f"cluster.fileroot={tmp_path / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={tmp_path / 'name_resolve'}",
+    ]
+    return load_config(args + list(overrides))
+
+
+def test_gpu_eval_config_is_the_original_protocol(tmp_path):
+    cfg = load_eval_config(tmp_path, "config_eval.yaml", "scheduler.type=local")
+    assert (cfg.gconfig.temperature, cfg.gconfig.top_p) == (0.7, 0.95)
+    mem = cfg.memagent
+    assert (mem.chunk_tokens, mem.max_memory_tokens, mem.max_final_tokens) == (
+        5000,
+        1024,
+        1024,
+    )
+    assert mem.max_chunks is None and cfg.eval.concurrency == 256
+    assert cfg.actor.path == "Qwen/Qwen2.5-7B-Instruct"
+    turn = 1024 + mem.max_memory_tokens + mem.chunk_tokens + mem.max_final_tokens
+    assert cfg.sglang.context_length >= cfg.gconfig.max_tokens >= turn
+
+
+def test_eval_section_overrides_from_the_command_line(tmp_path):
+    cfg = load_eval_config(
+        tmp_path, "config_eval_cpu.yaml", "eval.lengths=[50,800]", "eval.resume=false"
+    )
+    assert cfg.eval.lengths == [50, 800] and cfg.eval.resume is False
+
+
+def write_eval_file(root: Path, n: int, samples: list) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / f"eval_{n}.json").write_text(json.dumps(samples))
+
+
+def test_refuses_missing_and_malformed_eval_files(tmp_path):
+    from memagent_workflow.eval.checks import EvalRefused, scan_lengths
+
+    data = tmp_path / "data"
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", f"eval.data_root={data}")
+    cfg.eval.lengths = [8]
+    with pytest.raises(EvalRefused, match=r"no eval file for N=\[8\]"):
+        scan_lengths(cfg)
+    bad = {"id": "q", "input": "Q?", "context": [1, 2], "answers": ["a"]}
+    write_eval_file(data, 8, [bad])
+    with pytest.raises(EvalRefused, match="paragraph indices"):
+        scan_lengths(cfg)
+
+
+def test_a_chunk_cap_below_what_a_sample_needs_is_refused(tmp_path, tiny_model_dir):
+    from memagent_workflow.eval.checks import EvalRefused, scan_lengths
+
+    data = tmp_path / "data"
+    write_eval_file(data, 8, make_synthetic(2, seed=1, num_docs=8))
+    overrides = [f"eval.data_root={data}", f"actor.path={tiny_model_dir}"]
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", *overrides)
+    cfg.eval.lengths = [8]
+    assert set(scan_lengths(cfg)[8]) == {"synthetic-1-0", "synthetic-1-1"}
+    cfg.memagent.max_chunks = 1
+    with pytest.raises(EvalRefused, match="more than memagent.max_chunks=1"):
+        scan_lengths(cfg)
+
+
+def test_resume_into_another_models_results_is_refused(tmp_path):
+    from memagent_workflow.eval.checks import EvalRefused, prepare_output
+
+    out = tmp_path / "out"
+    cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", f"eval.output_dir={out}")
+    prepare_output(cfg)
+    (out / "length_50.jsonl").write_text("{}\n")
+    cfg.actor.path = "another/model"
+    with pytest.raises(EvalRefused, match="different setup"):
+        prepare_output(cfg)
+    cfg.eval.resume = False  # a fresh start moves the old results aside
+    prepare_output(cfg)
+    assert (out / "length_50.jsonl.bak").is_file()
+    assert not (out / "length_50.jsonl").exists()
+
+
+# ------------------------------------------------------------ eval script
+
+
+def eval_cmd(data_root: Path, out: Path, model: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "examples/eval.py", "--config", "config_eval_cpu.yaml",
+        f"eval.data_root={data_root}", "eval.lengths=[12,24]",
+        f"eval.output_dir={out}", f"actor.path={model}", "eval.concurrency=2",
+        f"cluster.fileroot={out.parent / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={out.parent / 'name_resolve'}", *extra,
+    ]  # fmt: skip
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.fixture(scope="module")
+def killed_then_resumed(tmp_path_factory, tiny_model_dir):
+    """Run eval.py, SIGKILL it once a few samples are written, run it again."""
+    root = tmp_path_factory.mktemp("eval")
+    data, out = root / "data", root / "out"
+    data.mkdir()
+    for n, count in ((12, 16), (24, 3)):
+        samples = make_synthetic(count, seed=n, num_docs=n)
+        (data / f"eval_{n}.json").write_text(json.dumps(samples))
+    ids12 = [s["id"] for s in json.loads((data / "eval_12.json").read_text())]
+    # A scored sample from an earlier run is kept; a failed one is retried.
+    out.mkdir()
+    with results.ResultWriter(out / "length_12.jsonl") as w:
+        w.write(
+            results.make_record(ids12[0], ["a"], "PRESEEDED \\boxed{a}", n_chunks=3)
+        )
+        w.write(results.make_record(ids12[1], ["a"], None, error="earlier failure"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TORCHDYNAMO_DISABLE": "1"}
+    cmd = eval_cmd(data, out, tiny_model_dir)
+    log = (root / "run1.log").open("wb")
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=log)
+    jsonl, deadline = out / "length_12.jsonl", time.monotonic() + 240
+    while len(jsonl.read_bytes().splitlines()) < 5 and proc.poll() is None:
+        assert time.monotonic() < deadline, "eval.py wrote no results in time"
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        pytest.fail(f"eval.py exited early:\n{(root / 'run1.log').read_text()[-3000:]}")
+    kids = children(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    lines_at_kill = len(jsonl.read_bytes().splitlines())
+    deadline = time.monotonic() + 20
+    while any(map(alive, kids)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    orphans = [k for k in kids if alive(k)]
+    for k in orphans:
+        os.kill(k, signal.SIGKILL)
+    run2 = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, timeout=300)
+    assert run2.returncode == 0, run2.stderr.decode()[-3000:]
+    return {
+        "out": out,
+        "ids": {12: ids12, 24: [f"synthetic-24-{i}" for i in range(3)]},
+        "lines_at_kill": lines_at_kill,
+        "orphans": orphans,
+        "children": kids,
+    }
+
+
+def test_kill_left_work_and_no_server_behind(killed_then_resumed):
+    r = killed_then_resumed
+    assert 5 <= r["lines_at_kill"] < 18, "the kill came too late to test resume"
+    assert r["children"], "the stand-in server was not started as a child"
+    assert not r["orphans"], "the stand-in server outlived the killed eval process"
+
+
+def test_resume_writes_every_id_exactly_once(killed_then_resumed):
+    out, ids = killed_then_resumed["out"], killed_then_resumed["ids"]
+    lines = [json.loads(s) for s in (out / "length_12.jsonl").read_text().splitlines()]
+    scored = [rec["id"] for rec in lines if rec["error"] is None]
+    assert sorted(scored) == sorted(ids[12])  # no id missing, none scored twice
+    # Every line parses (a torn tail was cut) and only the failed id has two lines.
+    assert len(lines) == len(ids[12]) + 1 and lines[1]["error"] == "earlier failure"
+    recs = results.read_records(out / "length_12.jsonl")
+    assert recs[ids[12][0]]["prediction"] == "PRESEEDED \\boxed{a}"  # skipped
+    assert recs[ids[12][1]]["error"] is None  # retried, superseding the failure
+    assert set(results.read_records(out / "length_24.jsonl")) == set(ids[24])
+
+
+def test_summary_matches_the_jsonl(killed_then_resumed):
+    out, ids = killed_then_resumed["out"], killed_then_resumed["ids"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [r["length"] for r in summary["lengths"]] == [12, 24]
+    for row in summary["lengths"]:
+        recs = list(
+            results.read_records(out / f"length_{row['length']}.jsonl").values()
+        )
+        assert row["n"] == len(recs) == len(ids[row["length"]]) and row["missing"] == 0
+        assert row["failures"] == sum(r["error"] is not None for r in recs) == 0
+        for key in ("sub_em", "em", "f1"):
+            assert row[key] == pytest.approx(
+                100 * sum(r[key] for r in recs) / len(recs)
+            )
+        assert row["mean_chunks"] == pytest.approx(
+            sum(r["n_chunks"] for r in recs) / len(recs)
+        )
+        assert row["mean_chunks"] >= 2 and row["wall_s"] > 0 and row["tokens_per_s"] > 0
+    assert (out / "results.md").is_file() and (out / "accuracy.png").is_file()

@@ -1,0 +1,77 @@
+"""The CPU main job, shortened to 2 steps: weight updates reach the server."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from standin.launch import StandinServer
+from standin.model import weights_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def get(server, path):
+    with urllib.request.urlopen(f"{server.url}{path}", timeout=30) as r:
+        return json.loads(r.read())
+
+
+def digest_of(path) -> str:
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return weights_digest(model)
+
+
+@pytest.fixture(scope="module")
+def run(tiny_model_dir, tmp_path_factory):
+    """Two GRPO steps of config_cpu.yaml against a server the test owns."""
+    out = tmp_path_factory.mktemp("train_cpu")
+    model = out / "model"
+    shutil.copytree(tiny_model_dir, model)
+    initial = digest_of(model)
+    with StandinServer(model, seed=0, log_file=out / "server.log") as server:
+        cmd = [
+            sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+            "total_train_steps=2", "rollout.max_head_offpolicyness=0",
+            f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
+            f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
+            f"train_dataset.path={out / 'train.jsonl'}",
+            f"valid_dataset.path={out / 'valid.jsonl'}",
+            f"standin.server_addr={server.addr}",
+        ]  # fmt: skip
+        proc = subprocess.run(
+            cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        state = get(server, "/weights_digest")
+    steps = [
+        json.loads(line)
+        for line in next((out / "areal").rglob("steps.jsonl")).read_text().splitlines()
+    ]
+    checkpoint = next((out / "areal").rglob("checkpoints/**/config.json")).parent
+    return dict(initial=initial, state=state, steps=steps, checkpoint=checkpoint)
+
+
+def test_the_server_serves_exactly_the_weights_the_actor_saved(run):
+    assert run["state"]["digest"] == digest_of(run["checkpoint"])
+    assert run["state"]["digest"] != run["initial"]
+
+
+def test_one_disk_weight_update_per_step(run):
+    assert run["state"]["n_updates"] == 2
+    assert [s["step"] for s in run["steps"]] == [1, 2]
+
+
+def test_step_two_trajectories_carry_the_new_version(run):
+    first, second = run["steps"]
+    assert first["oldest_rollout_version"] == 0
+    assert second["oldest_rollout_version"] == 1
+    assert second["staleness_max"] == 0
+    assert all(s["rows"] > 0 for s in run["steps"])

@@ -1,0 +1,392 @@
+"""The CPU stand-in SGLang server (standin.server)."""
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM
+
+from standin.model import weights_digest
+from standin.tiny_model import build_tiny_model
+
+PROMPT = [5, 17, 42, 99, 3, 250, 7]
+
+
+def call(server, endpoint, body=None, method=None, timeout=60.0, raw=None):
+    """(status, json) of one HTTP call; ``raw`` sends bytes as the body."""
+    data = (
+        raw if raw is not None else None if body is None else json.dumps(body).encode()
+    )
+    req = urllib.request.Request(
+        server.url + endpoint,
+        data=data,
+        method=method or ("GET" if data is None else "POST"),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def generate(server, input_ids, timeout=60.0, **sampling):
+    body = {
+        "input_ids": input_ids,
+        "sampling_params": {"max_new_tokens": 8, "temperature": 1.0, **sampling},
+        "return_logprob": True,
+        "stream": False,
+    }
+    status, out = call(server, "/generate", body, timeout=timeout)
+    assert status == 200, out
+    return out
+
+
+def pairs(out):
+    return out["meta_info"]["output_token_logprobs"]
+
+
+def wait_running(server, n=1, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if call(server, "/get_server_info")[1]["running"] >= n:
+            return
+        time.sleep(0.02)
+    raise TimeoutError("request never started running")
+
+
+@pytest.fixture(scope="module")
+def ref_model(tiny_model_dir):
+    return AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+
+
+def recompute(model, prompt, output, temperature):
+    """Logprobs of ``output`` given ``prompt`` the way AReaL's actor computes them."""
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + output])).logits[0].float()
+    logp = torch.log_softmax(logits[len(prompt) - 1 : -1] / temperature, dim=-1)
+    return logp.gather(1, torch.tensor(output)[:, None])[:, 0]
+
+
+def test_health_and_info(standin_server, tiny_model_dir):
+    assert call(standin_server, "/health")[0] == 200
+    assert call(standin_server, "/health_generate")[0] == 200
+    for ep in ("/get_model_info", "/model_info"):
+        status, info = call(standin_server, ep)
+        assert status == 200 and info["model_path"] == str(tiny_model_dir)
+    for ep in (
+        "/flush_cache",
+        "/release_memory_occupation",
+        "/resume_memory_occupation",
+    ):
+        assert call(standin_server, ep, {})[0] == 200
+
+
+def test_generate_meta_info(standin_server):
+    out = generate(standin_server, PROMPT, max_new_tokens=6, ignore_eos=True)
+    meta = out["meta_info"]
+    assert meta["finish_reason"] == {"type": "length", "length": 6}
+    assert meta["prompt_tokens"] == len(PROMPT) and meta["completion_tokens"] == 6
+    assert [t for _, t, _ in pairs(out)] == out["output_ids"]
+    for lp, tok, extra in pairs(out):
+        assert (
+            isinstance(lp, float) and lp <= 0 and isinstance(tok, int) and extra is None
+        )
+    assert isinstance(out["text"], str) and isinstance(meta["e2e_latency"], float)
+
+
+def test_stop_token_is_included(standin_server, ref_model):
+    every_id = list(range(ref_model.config.vocab_size))
+    out = generate(standin_server, PROMPT, max_new_tokens=50, stop_token_ids=every_id)
+    meta = out["meta_info"]
+    assert len(out["output_ids"]) == 1 and len(pairs(out)) == 1
+    assert meta["finish_reason"] == {"type": "stop", "matched": out["output_ids"][0]}
+    # SGLang semantics: ignore_eos also disables stop_token_ids.
+    out = generate(
+        standin_server,
+        PROMPT,
+        max_new_tokens=5,
+        stop_token_ids=every_id,
+        ignore_eos=True,
+    )
+    assert out["meta_info"]["finish_reason"]["type"] == "length"
+    assert len(out["output_ids"]) == 5
+
+
+def test_stops_on_a_sampled_stop_token(standin_server):
+    # Make the greedy first token a stop token: it ends generation and is kept.
+    first = generate(standin_server, PROMPT, max_new_tokens=1, temperature=0.0)
+    eos = first["output_ids"][0]
+    out = generate(
+        standin_server, PROMPT, max_new_tokens=30, temperature=0.0, stop_token_ids=[eos]
+    )
+    assert out["output_ids"] == [eos]
+    assert out["meta_info"]["finish_reason"] == {"type": "stop", "matched": eos}
+
+
+def test_length_cap(standin_server):
+    for n in (1, 13):
+        out = generate(standin_server, PROMPT, max_new_tokens=n, ignore_eos=True)
+        assert len(out["output_ids"]) == n == out["meta_info"]["completion_tokens"]
+        assert out["meta_info"]["finish_reason"]["type"] == "length"
+
+
+@pytest.mark.parametrize(
+    "temperature,extra",
+    [(1.0, {}), (0.7, {}), (0.7, {"top_p": 0.8, "top_k": 40}), (0.0, {})],
+)
+def test_logprobs_match_actor_recompute(standin_server, ref_model, temperature, extra):
+    out = generate(
+        standin_server,
+        PROMPT,
+        max_new_tokens=24,
+        temperature=temperature,
+        ignore_eos=True,
+        **extra,
+    )
+    got = torch.tensor([lp for lp, _, _ in pairs(out)])
+    # Greedy requests report temperature-1 logprobs (as SGLang does).
+    want = recompute(ref_model, PROMPT, out["output_ids"], temperature or 1.0)
+    assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+
+
+def test_greedy_is_deterministic(standin_server, ref_model):
+    a = generate(
+        standin_server, PROMPT, max_new_tokens=16, temperature=0.0, ignore_eos=True
+    )
+    b = generate(
+        standin_server, PROMPT, max_new_tokens=16, temperature=0.0, ignore_eos=True
+    )
+    assert a["output_ids"] == b["output_ids"]
+    ids = list(PROMPT)
+    with torch.no_grad():
+        for _ in range(16):
+            ids.append(int(ref_model(torch.tensor([ids])).logits[0, -1].argmax()))
+    assert ids[len(PROMPT) :] == a["output_ids"]
+
+
+def test_sampling_seed_is_reproducible(standin_server):
+    a = generate(
+        standin_server, PROMPT, max_new_tokens=16, ignore_eos=True, sampling_seed=7
+    )
+    b = generate(
+        standin_server, PROMPT, max_new_tokens=16, ignore_eos=True, sampling_seed=7
+    )
+    assert a["output_ids"] == b["output_ids"]
+
+
+def test_concurrent_requests_are_batched_correctly(standin_server, ref_model):
+    g = torch.Generator().manual_seed(0)
+    prompts = [
+        torch.randint(0, 500, (n,), generator=g).tolist()
+        for n in (3, 40, 9, 120, 1, 64, 17, 200)
+    ]
+    lengths = [30, 5, 60, 20, 45, 12, 33, 8]
+    with ThreadPoolExecutor(len(prompts)) as pool:
+        outs = list(
+            pool.map(
+                lambda a: generate(
+                    standin_server, a[0], max_new_tokens=a[1], ignore_eos=True
+                ),
+                zip(prompts, lengths, strict=True),
+            )
+        )
+    for prompt, n, out in zip(prompts, lengths, outs, strict=True):
+        assert len(out["output_ids"]) == n and len(pairs(out)) == n
+        got = torch.tensor([lp for lp, _, _ in pairs(out)])
+        assert torch.allclose(
+            got, recompute(ref_model, prompt, out["output_ids"], 1.0), atol=1e-4
+        )
+
+
+def test_pause_aborts_and_queues_until_continue(standin_server):
+    assert call(standin_server, "/pause_generation", {})[0] == 200  # idle pause is fine
+    assert call(standin_server, "/continue_generation", {})[0] == 200
+    results = {}
+
+    def run(key, n):
+        results[key] = generate(
+            standin_server, PROMPT, max_new_tokens=n, ignore_eos=True
+        )
+
+    long = threading.Thread(target=run, args=("long", 20000))
+    long.start()
+    try:
+        wait_running(standin_server)
+        time.sleep(0.1)
+        status, body = call(standin_server, "/pause_generation", {})
+        assert status == 200 and body["success"]
+        long.join(10)
+        assert not long.is_alive()
+        meta = results["long"]["meta_info"]
+        assert meta["finish_reason"]["type"] == "abort"
+        assert 0 < meta["completion_tokens"] == len(pairs(results["long"])) < 20000
+        # A request sent while paused waits (no busy abort loop) until continue.
+        queued = threading.Thread(target=run, args=("queued", 4))
+        queued.start()
+        time.sleep(0.8)
+        assert queued.is_alive()
+        assert call(standin_server, "/get_server_info")[1]["waiting"] == 1
+    finally:
+        assert call(standin_server, "/continue_generation", {})[0] == 200
+    queued.join(20)
+    assert results["queued"]["meta_info"]["finish_reason"]["type"] == "length"
+    assert len(results["queued"]["output_ids"]) == 4
+
+
+def test_update_weights_from_disk(standin_server, tiny_model_dir, tmp_path):
+    base_digest = weights_digest(AutoModelForCausalLM.from_pretrained(tiny_model_dir))
+    status, body = call(standin_server, "/weights_digest")
+    assert status == 200 and body["digest"] == base_digest
+    n0 = body["n_updates"]
+    other = build_tiny_model(tmp_path / "seed1", seed=1)
+    other_digest = weights_digest(AutoModelForCausalLM.from_pretrained(other))
+    assert other_digest != base_digest
+    results = {}
+    long = threading.Thread(
+        target=lambda: results.update(
+            out=generate(standin_server, PROMPT, max_new_tokens=20000, ignore_eos=True)
+        )
+    )
+    long.start()
+    try:
+        wait_running(standin_server)
+        body = {"model_path": str(other), "abort_all_requests": True}
+        status, resp = call(standin_server, "/update_weights_from_disk", body)
+        assert status == 200 and resp["success"], resp
+        long.join(10)
+        assert results["out"]["meta_info"]["finish_reason"]["type"] == "abort"
+        status, body = call(standin_server, "/weights_digest")
+        assert body == {
+            "digest": other_digest,
+            "n_updates": n0 + 1,
+            "model_path": str(other),
+        }
+        status, ck = call(standin_server, "/weights_checksum")
+        assert (
+            status == 200
+            and ck["n_updates"] == n0 + 1
+            and isinstance(ck["checksum"], float)
+        )
+        generate(standin_server, PROMPT, max_new_tokens=3)
+    finally:
+        body = {"model_path": str(tiny_model_dir), "abort_all_requests": True}
+        assert call(standin_server, "/update_weights_from_disk", body)[0] == 200
+    assert call(standin_server, "/weights_digest")[1]["digest"] == base_digest
+
+
+def test_input_token_logprobs_for_scoring(standin_server, ref_model):
+    body = {
+        "input_ids": PROMPT,
+        "sampling_params": {"max_new_tokens": 1, "temperature": 0.0},
+        "return_logprob": True,
+        "logprob_start_len": 2,
+    }
+    status, out = call(standin_server, "/generate", body)
+    assert status == 200
+    rows = out["meta_info"]["input_token_logprobs"]
+    assert [t for _, t, _ in rows] == PROMPT[2:]
+    want = recompute(ref_model, PROMPT[:2], PROMPT[2:], 1.0)
+    assert torch.allclose(torch.tensor([lp for lp, _, _ in rows]), want, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"input_ids": []},
+        {"input_ids": [1, 2, 100000]},
+        {"input_ids": [1, -1]},
+        {"input_ids": [1, "a"]},
+        {"input_ids": [[1, 2]]},
+        {"input_ids": [1, 2], "sampling_params": {"temperature": -1}},
+        {"input_ids": [1, 2], "sampling_params": {"max_new_tokens": "many"}},
+        {"input_ids": [1, 2], "stream": True},
+    ],
+)
+def test_bad_generate_requests(standin_server, body):
+    status, out = call(standin_server, "/generate", body)
+    assert status == 400 and out["error"]["message"]
+
+
+def test_bad_json_and_unsupported_updates(standin_server):
+    status, out = call(standin_server, "/generate", raw=b"{not json")
+    assert status == 400 and "JSON" in out["error"]["message"]
+    status, out = call(
+        standin_server, "/update_weights_from_disk", {"model_path": "/no/such/dir"}
+    )
+    assert status == 400 and out["success"] is False
+    for ep in ("/init_weights_update_group", "/update_weights_from_distributed"):
+        status, out = call(standin_server, ep, {})
+        assert status == 400 and "weight_update_mode=disk" in out["message"]
+
+
+def test_areal_remote_sglang_engine(standin_server, ref_model):
+    """AReaL's real client: concurrent agenerate, then a pause/resume mid-request."""
+    import asyncio
+
+    from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
+    from areal.api.io_struct import ModelRequest
+    from areal.engine.sglang_remote import RemoteSGLangEngine
+
+    config = InferenceEngineConfig(
+        backend="sglang:d1", consumer_batch_size=8, max_concurrent_rollouts=8,
+        max_head_offpolicyness=10, setup_timeout=60, request_timeout=120,
+    )  # fmt: skip
+    engine = RemoteSGLangEngine(config)
+    engine.initialize(addr=standin_server.addr, train_data_parallel_size=1)
+
+    def request(prompt, n, **kw):
+        gconfig = GenerationHyperparameters(max_new_tokens=n, temperature=1.0, **kw)
+        return ModelRequest(input_ids=list(prompt), gconfig=gconfig)
+
+    async def concurrent():
+        reqs = [request(PROMPT[: i + 1], 10 + i, ignore_eos=True) for i in range(6)]
+        reqs.append(request(PROMPT, 30, stop_token_ids=list(range(512))))
+        return await asyncio.gather(*[engine.agenerate(r) for r in reqs])
+
+    async def interrupted():
+        task = asyncio.create_task(
+            engine.agenerate(request(PROMPT, 1500, ignore_eos=True))
+        )
+        await asyncio.to_thread(wait_running, standin_server)
+        await asyncio.to_thread(engine.pause_generation)
+        await asyncio.sleep(0.3)  # let the client take in the aborted chunk
+        engine.set_version(1)  # as after a weight update
+        await asyncio.to_thread(engine.continue_generation)
+        return await task
+
+    try:
+        resps = asyncio.run(concurrent())
+        for i, r in enumerate(resps[:6]):
+            assert r.stop_reason == "length" and len(r.output_tokens) == 10 + i
+            assert (
+                len(r.output_logprobs) == len(r.output_versions) == len(r.output_tokens)
+            )
+            assert r.input_tokens == PROMPT[: i + 1] and set(r.output_versions) == {0}
+        assert resps[6].stop_reason == "stop" and len(resps[6].output_tokens) == 1
+
+        r = asyncio.run(interrupted())
+        assert r.stop_reason == "length" and len(r.output_tokens) == 1500
+        assert len(r.output_logprobs) == len(r.output_versions) == 1500
+        # Tokens before the pause carry version 0, the resubmitted rest version 1.
+        assert r.output_versions[0] == 0 and r.output_versions[-1] == 1
+        assert r.output_versions == sorted(r.output_versions)
+        got = torch.tensor(r.output_logprobs)
+        want = recompute(ref_model, PROMPT, r.output_tokens, 1.0)
+        assert torch.allclose(got, want, atol=1e-4)
+    finally:
+        engine.destroy()
+        call(standin_server, "/continue_generation", {})
+
+
+def test_launcher_refuses_a_dir_without_model(tmp_path):
+    from standin.launch import StandinServer
+
+    with pytest.raises(FileNotFoundError):
+        StandinServer(tmp_path).start()

@@ -1,0 +1,307 @@
+"""Offline tests for RULER-HQA eval data: build, load/validate, status, download, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from examples import prepare_eval_data as cli
+from memagent_workflow.eval import build as eval_build
+from memagent_workflow.eval import sets
+from memagent_workflow.eval.sets import EvalDataError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+N_QUESTIONS, N_PARAS = 6, 10
+
+
+def fake_hotpot() -> list[dict]:
+    """6 distractor-style questions, 10 distinctly titled paragraphs each, 2 gold."""
+    records = []
+    for q in range(N_QUESTIONS):
+        context = [
+            [f"Title {q}-{p}", [f"Fact {q}.{p} first.", f" Fact {q}.{p} second."]]
+            for p in range(N_PARAS)
+        ]
+        records.append(
+            {
+                "_id": f"id{q:02d}",
+                "question": f"Which thing is number {q}?",
+                "answer": f"Answer {q}",
+                "type": "bridge",
+                "level": "hard",
+                "supporting_facts": [[f"Title {q}-3", 0], [f"Title {q}-7", 1]],
+                "context": context,
+            }
+        )
+    return records
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "hotpot_dev_distractor_v1.json"
+    path.write_text(json.dumps(fake_hotpot()), encoding="utf-8")
+    return path
+
+
+def write_json(path: Path, data) -> Path:
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return path
+
+
+def good_sample(**over) -> dict:
+    s = {"id": "a", "question": "Q?", "context": "Document 1:\nT\nx", "answers": ["A"]}
+    s.update(over)
+    return s
+
+
+# ------------------------------------------------------------------ build
+
+
+def test_build_is_deterministic(tmp_path: Path, source: Path) -> None:
+    kw = dict(num_questions=N_QUESTIONS, progress=False)
+    a = eval_build.build([12, 30], source, 7, tmp_path / "a", **kw)
+    b = eval_build.build([12, 30], source, 7, tmp_path / "b", **kw)
+    c = eval_build.build([12, 30], source, 8, tmp_path / "c", **kw)
+    assert [p.name for p in a] == ["eval_12.json", "eval_30.json"]
+    for pa, pb, pc in zip(a, b, c, strict=True):
+        assert pa.read_bytes() == pb.read_bytes()
+        assert pa.read_bytes() != pc.read_bytes()
+    assert not list((tmp_path / "a").glob(".*tmp"))  # temp files renamed away
+
+
+def test_build_contents(tmp_path: Path, source: Path) -> None:
+    (path,) = eval_build.build([30], source, 1, tmp_path, N_QUESTIONS, progress=False)
+    samples = sets.load_eval_file(path)
+    assert [s["id"] for s in samples] == [f"id{q:02d}" for q in range(N_QUESTIONS)]
+    for q, s in enumerate(samples):
+        assert s["question"] == f"Which thing is number {q}?"
+        assert s["answers"] == [f"Answer {q}"]
+        assert s["num_docs"] == 30
+        docs = s["context"].split("\n\n")
+        assert len(docs) == 30
+        assert [d.split("\n", 1)[0] for d in docs] == [
+            f"Document {i}:" for i in range(1, 31)
+        ]
+        assert len(set(d.split("\n", 1)[1] for d in docs)) == 30  # distinct
+        for p in range(N_PARAS):  # own paragraphs (gold included), "" joined
+            text = f"Title {q}-{p}\nFact {q}.{p} first. Fact {q}.{p} second."
+            assert sum(d.endswith("\n" + text) for d in docs) == 1
+    # the question's own paragraphs are not always on top: the mix is shuffled
+    first = [d.split("\n")[1] for d in samples[0]["context"].split("\n\n")[:10]]
+    assert first != [f"Title 0-{p}" for p in range(10)]
+
+
+def test_build_jsonl_source_matches_list(tmp_path: Path, source: Path) -> None:
+    jsonl = tmp_path / "dev.jsonl"
+    jsonl.write_text("\n".join(json.dumps(r) for r in fake_hotpot()) + "\n")
+    (a,) = eval_build.build([12], source, 3, tmp_path / "a", 4, progress=False)
+    (b,) = eval_build.build([12], jsonl, 3, tmp_path / "b", 4, progress=False)
+    assert a.read_bytes() == b.read_bytes()
+    assert len(sets.load_eval_file(a)) == 4
+
+
+def test_build_size_errors(tmp_path: Path, source: Path) -> None:
+    pool = N_QUESTIONS * N_PARAS
+    eval_build.build([pool], source, 0, tmp_path, 2, progress=False)  # the maximum
+    with pytest.raises(EvalDataError, match=f"maximum N is {pool}"):
+        eval_build.build([pool + 1], source, 0, tmp_path, 2, progress=False)
+    with pytest.raises(EvalDataError, match="at least 10"):
+        eval_build.build([5], source, 0, tmp_path, 2, progress=False)
+    with pytest.raises(EvalDataError, match="num_questions"):
+        eval_build.build([12], source, 0, tmp_path, N_QUESTIONS + 1, progress=False)
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda r: r.__setitem__(2, "x"), ["record 2", "JSON object"]),
+        (lambda r: r[1].pop("_id"), ["record 1", "'_id'"]),
+        (lambda r: r[3].__setitem__("answer", ""), ["record 3", "id03", "'answer'"]),
+        (lambda r: r[0]["context"].__setitem__(4, ["T", "s"]), ["'context[4]'"]),
+    ],
+)
+def test_bad_source(tmp_path: Path, mutate, expected: list[str]) -> None:
+    records = fake_hotpot()
+    mutate(records)
+    path = write_json(tmp_path / "dev.json", records)
+    with pytest.raises(EvalDataError) as err:
+        eval_build.build([12], path, 0, tmp_path, 2, progress=False)
+    for part in [str(path), *expected]:
+        assert part in str(err.value)
+
+
+# --------------------------------------------------------------- loading
+
+
+def test_iter_streams_build_layout_and_falls_back(tmp_path: Path, source) -> None:
+    (path,) = eval_build.build([12], source, 1, tmp_path, 3, progress=False)
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[0] == "[" and lines[-2:] == ["]", ""] and len(lines) == 3 + 3
+    streamed = list(sets.iter_eval_file(path))
+    assert streamed == sets.load_eval_file(path)
+    assert [s["id"] for s in streamed] == [
+        r["id"] for r in json.loads(path.read_text())
+    ]
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text(json.dumps(json.loads(path.read_text()), indent=2))
+    assert sets.load_eval_file(pretty) == streamed
+
+
+def test_original_field_names(tmp_path: Path) -> None:
+    data = [
+        {
+            "input": "Q1?",
+            "context": "Document 1:\nT\nx",
+            "answers": ["A"],
+            "num_docs": 1,
+            "index": 17,
+        },  # fmt: skip
+        {
+            "question": "Q2?",
+            "context": "Document 1:\nT\nx\n\nDocument 2:\nU\ny",
+            "answers": "B",
+            "_id": "abc",
+        },  # fmt: skip
+    ]
+    samples = sets.load_eval_file(write_json(tmp_path / "eval_1.json", data))
+    assert samples == [
+        {
+            "id": "17",
+            "question": "Q1?",
+            "context": "Document 1:\nT\nx",
+            "answers": ["A"],
+            "num_docs": 1,
+        },  # fmt: skip
+        {
+            "id": "abc",
+            "question": "Q2?",
+            "context": data[1]["context"],
+            "answers": ["B"],
+            "num_docs": 2,
+        },  # fmt: skip
+    ]
+
+
+@pytest.mark.parametrize(
+    "data, expected",
+    [
+        ("{not json", ["not valid JSON"]),
+        ({"a": 1}, ["top level", "list"]),
+        ([good_sample(), 5], ["sample 1", "JSON object"]),
+        ([{"id": "q", "context": "c", "answers": ["A"]}], ["sample 0", "'q'", "'question'"]),
+        ([good_sample(question="  ")], ["sample 0", "'a'", "'question'"]),
+        ([{"input": "", "context": "c", "answers": ["A"], "index": 4}], ["'4'", "'input'"]),
+        ([good_sample(), good_sample(id="b", context=None)], ["sample 1", "'b'", "'context'"]),
+        ([{"id": "a", "question": "Q", "answers": ["A"]}], ["sample 0", "'context'", "missing"]),
+        ([good_sample(context=[3, 17, 9])], ["sample 0", "'context'", "index-only", "--build"]),
+        ([{"id": "a", "question": "Q", "context": "c"}], ["sample 0", "'answers'", "missing"]),
+        ([good_sample(answers=[])], ["sample 0", "'answers'"]),
+        ([good_sample(answers=["A", 3])], ["sample 0", "'answers'"]),
+        ([good_sample(answers={"A": 1})], ["sample 0", "'answers'"]),
+        ([good_sample(num_docs="7")], ["sample 0", "'num_docs'"]),
+        ([good_sample(), good_sample()], ["sample 1", "'a'", "'id'", "duplicates sample 0"]),
+    ],
+)  # fmt: skip
+def test_load_errors(tmp_path: Path, data, expected: list[str]) -> None:
+    path = tmp_path / "eval_9.json"
+    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    with pytest.raises(EvalDataError) as err:
+        sets.load_eval_file(path)
+    for part in [str(path), *expected]:
+        assert part in str(err.value)
+
+
+def test_no_areal_import() -> None:
+    code = "import sys, memagent_workflow.eval.sets; print('areal' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "False", out.stderr
+
+
+# ---------------------------------------------------- status and download
+
+
+def test_status_and_report_cli(tmp_path: Path, capsys) -> None:
+    root = tmp_path / "ruler"
+    assert sets.eval_file(root, 50) == root / "eval_50.json"
+    assert sets.status(root, [50, 100]) == {50: None, 100: None}
+    assert cli.main(["--data-root", str(root), "--lengths", "50,100"]) == 1
+    assert "0 present, 2 missing" in capsys.readouterr().out
+    root.mkdir()
+    write_json(sets.eval_file(root, 50), [good_sample()])
+    assert sets.status(root, [50, 100]) == {50: root / "eval_50.json", 100: None}
+    assert cli.main(["--data-root", str(root), "--lengths", "50 100"]) == 1
+    out = capsys.readouterr().out
+    assert re.search(r"eval_50\.json\s+present", out)
+    assert re.search(r"eval_100\.json\s+missing", out)
+    assert cli.main(["--data-root", str(root), "--lengths", "50"]) == 0
+    assert cli.main(["--data-root", str(root), "--lengths", "50 x"]) == 2
+
+
+def test_build_cli(tmp_path: Path, source: Path, capsys) -> None:
+    base = ["--data-root", str(tmp_path / "out"), "--source", str(source)]
+    assert cli.main([*base, "--build", "12", "30", "--num-questions", "2"]) == 2
+    assert "--seed" in capsys.readouterr().err
+    argv = [*base, "--build", "12", "--seed", "5", "--num-questions", "2"]
+    assert cli.main(argv) == 0
+    assert len(sets.load_eval_file(tmp_path / "out" / "eval_12.json")) == 2
+    capsys.readouterr()
+    assert (
+        cli.main([*base, "--build", "999", "--seed", "5", "--num-questions", "2"]) == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("error:") and "maximum N is 60" in err
+    assert "Traceback" not in err
+
+
+@pytest.fixture
+def fake_hub(tmp_path: Path, monkeypatch) -> list[str]:
+    """Patch the hub call to serve files from a local folder; record requests."""
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    write_json(hub / "eval_50.json", [{"input": "Q", "context": "c", "answers": ["A"],
+                                       "num_docs": 50, "index": 0}])  # fmt: skip
+    write_json(hub / "eval_100.json", [good_sample()])
+    write_json(hub / "eval_200.json", [good_sample(context=[1, 2])])
+    calls: list[str] = []
+
+    def fetch(repo_id: str, filename: str) -> Path:
+        assert repo_id == "BytedTsinghua-SIA/hotpotqa"
+        calls.append(filename)
+        if not (hub / filename).exists():
+            raise ConnectionError("network unreachable")
+        return hub / filename
+
+    monkeypatch.setattr(sets, "_hf_hub_download", fetch)
+    return calls
+
+
+def test_download(tmp_path: Path, fake_hub: list[str]) -> None:
+    root = tmp_path / "data"
+    written = sets.download(root, [50, 100])
+    assert written == [root / "eval_50.json", root / "eval_100.json"]
+    assert (root / "eval_50.json").read_bytes() == (
+        tmp_path / "hub" / "eval_50.json"
+    ).read_bytes()
+    assert sets.download(root, [50, 100]) == []  # present: skipped
+    assert sets.download(root, [50], force=True) == [root / "eval_50.json"]
+    assert fake_hub == ["eval_50.json", "eval_100.json", "eval_50.json"]
+    with pytest.raises(EvalDataError, match="could not download eval_400.json"):
+        sets.download(root, [400])
+    with pytest.raises(EvalDataError, match="index-only"):
+        sets.download(root, [200])
+    assert sorted(p.name for p in root.iterdir()) == ["eval_100.json", "eval_50.json"]
+
+
+def test_download_cli(tmp_path: Path, fake_hub: list[str], capsys) -> None:
+    root = str(tmp_path / "data")
+    assert cli.main(["--data-root", root, "--lengths", "50 100", "--download"]) == 0
+    assert "2 present, 0 missing" in capsys.readouterr().out
+    assert cli.main(["--data-root", root, "--lengths", "400", "--download"]) == 2
+    err = capsys.readouterr().err
+    assert "eval_400.json" in err and "network unreachable" in err

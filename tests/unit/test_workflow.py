@@ -1,0 +1,258 @@
+"""MemAgentWorkflow against a scripted engine: rows, masks, memory, advantages."""
+
+import asyncio
+
+import pytest
+import torch
+from areal.api.cli_args import GenerationHyperparameters
+from areal.infra.workflow_executor import check_trajectory_format
+from areal.utils import stats_tracker
+
+from memagent_workflow.workflow import MemAgentWorkflow
+from tests.fakes import FakeEngine
+
+CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(60))
+ITEM = {
+    "id": "q1",
+    "question": "Which river flows north?",
+    "context": CONTEXT,
+    "answers": ["river"],
+}
+CHUNK = 40
+GROUP = 4
+
+
+def make_workflow(tokenizer, **kw):
+    args = dict(
+        gconfig=GenerationHyperparameters(max_tokens=4096),
+        tokenizer=tokenizer,
+        chunk_tokens=CHUNK,
+        max_memory_tokens=16,
+        max_final_tokens=FakeEngine.final_budget,
+        group_size=GROUP,
+    )
+    args.update(kw)
+    return MemAgentWorkflow(**args)
+
+
+def run(workflow, engine, item=ITEM):
+    return asyncio.run(workflow.arun_episode(engine, item))
+
+
+def answers(correct: set[int]):
+    return lambda ep: "so \\boxed{river}" if ep in correct else "\\boxed{lake}"
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    from memagent_workflow.workflow import load_tokenizer
+
+    return load_tokenizer(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="module")
+def n_chunks(tokenizer):
+    n = len(tokenizer.encode(CONTEXT, add_special_tokens=False))
+    return -(-n // CHUNK)
+
+
+def test_one_row_per_turn_and_episode(tokenizer, n_chunks):
+    traj = run(make_workflow(tokenizer), FakeEngine(tokenizer, answers({0})))
+    assert n_chunks > 3
+    assert traj["input_ids"].shape[0] == GROUP * (n_chunks + 1)
+    assert traj["rewards"].shape == (GROUP * (n_chunks + 1),)
+    assert check_trajectory_format(traj)
+
+
+def test_prompt_tokens_are_masked_and_generated_tokens_carry_engine_data(tokenizer):
+    engine = FakeEngine(tokenizer, answers({0}), version=7)
+    traj = run(make_workflow(tokenizer), engine)
+    for row in range(traj["input_ids"].shape[0]):
+        mask = traj["attention_mask"][row]
+        loss = traj["loss_mask"][row][mask].bool()
+        n_out = int(loss.sum())
+        assert n_out > 0 and loss[-n_out:].all() and not loss[:-n_out].any()
+        versions = traj["versions"][row][mask]
+        assert (versions[~loss] == -1).all() and (versions[loss] == 7).all()
+        logp = traj["logprobs"][row][mask]
+        assert (logp[~loss] == 0).all() and (logp[loss] < 0).all()
+    # every request's tokens appear verbatim as the prompt part of a row
+    prompts = {tuple(p) for _, p, _ in engine.requests}
+    rows = {
+        tuple(
+            traj["input_ids"][r][
+                traj["attention_mask"][r] & (traj["loss_mask"][r] == 0)
+            ].tolist()
+        )
+        for r in range(traj["input_ids"].shape[0])
+    }
+    assert prompts == rows
+
+
+def test_memory_is_carried_token_for_token(tokenizer):
+    engine = FakeEngine(tokenizer, answers(set()))
+    run(make_workflow(tokenizer, group_size=1), engine)
+    for call in range(1, len(engine.requests)):
+        memory = engine.memory_tokens(call)  # output of call `call` (1-based count)
+        next_prompt = engine.requests[call][1]
+        text = tokenizer.decode(next_prompt)
+        assert tokenizer.decode(memory) in text
+        assert tokenizer.eos_token not in tokenizer.decode(memory)
+        # the EOS that ended the memory turn is not copied into the next prompt
+        start = next(
+            i
+            for i in range(len(next_prompt))
+            if next_prompt[i : i + len(memory)] == memory
+        )
+        assert next_prompt[start + len(memory)] != tokenizer.eos_token_id
+
+
+def test_first_turn_sees_the_initial_memory(tokenizer):
+    engine = FakeEngine(tokenizer, answers(set()))
+    run(
+        make_workflow(tokenizer, group_size=1, initial_memory="Nothing read yet"),
+        engine,
+    )
+    assert "Nothing read yet" in tokenizer.decode(engine.requests[0][1])
+    assert "Nothing read yet" not in tokenizer.decode(engine.requests[1][1])
+
+
+def test_every_chunk_is_shown_once_in_order_and_the_final_prompt_has_none(
+    tokenizer, n_chunks
+):
+    engine = FakeEngine(tokenizer, answers(set()))
+    run(make_workflow(tokenizer, group_size=1), engine)
+    texts = [tokenizer.decode(p) for _, p, _ in engine.requests]
+    sections = [
+        t.split("<section>\n", 1)[1].split("\n</section>", 1)[0] for t in texts[:-1]
+    ]
+    assert len(sections) == n_chunks
+    assert "".join(sections) == CONTEXT
+    assert "<section>" not in texts[-1]
+    assert not any(s in texts[-1] for s in sections)
+
+
+def test_turn_budgets_reach_the_engine(tokenizer):
+    engine = FakeEngine(tokenizer, answers(set()))
+    run(make_workflow(tokenizer, group_size=1), engine)
+    budgets = [g.max_new_tokens for _, _, g in engine.requests]
+    assert budgets[:-1] == [16] * (len(budgets) - 1)
+    assert budgets[-1] == FakeEngine.final_budget
+    assert all(g.n_samples == 1 for _, _, g in engine.requests)
+    assert tokenizer.eos_token_id in engine.requests[0][2].stop_token_ids
+
+
+def rewards_by_episode(traj, group, per_episode):
+    r = traj["rewards"].view(group, per_episode)
+    assert (r == r[:, :1]).all(), "all rows of an episode share one advantage"
+    return r[:, 0].tolist()
+
+
+def test_grpo_advantage_is_shared_by_all_rows_of_an_episode(tokenizer, n_chunks):
+    traj = run(make_workflow(tokenizer), FakeEngine(tokenizer, answers({0, 2})))
+    adv = rewards_by_episode(traj, GROUP, n_chunks + 1)
+    assert adv == pytest.approx([0.5, -0.5, 0.5, -0.5])
+
+
+def test_std_normalisation_is_optional(tokenizer, n_chunks):
+    wf = make_workflow(tokenizer, adv_std_norm=True)
+    traj = run(wf, FakeEngine(tokenizer, answers({1})))
+    adv = rewards_by_episode(traj, GROUP, n_chunks + 1)
+    std = (0.75 * 0.25) ** 0.5
+    assert adv == pytest.approx(
+        [-0.25 / std, 0.75 / std, -0.25 / std, -0.25 / std], rel=1e-4
+    )
+
+
+@pytest.mark.parametrize("correct", [set(), {0, 1, 2, 3}])
+def test_tied_group_gets_finite_zeros(tokenizer, correct):
+    traj = run(
+        make_workflow(tokenizer, adv_std_norm=True),
+        FakeEngine(tokenizer, answers(correct)),
+    )
+    assert torch.isfinite(traj["rewards"]).all() and (traj["rewards"] == 0).all()
+
+
+def test_final_turn_can_be_excluded_from_training(tokenizer, n_chunks):
+    traj = run(
+        make_workflow(tokenizer, train_final_turn=False),
+        FakeEngine(tokenizer, answers({0})),
+    )
+    per_row = traj["loss_mask"].sum(dim=1).view(GROUP, n_chunks + 1)
+    assert (per_row[:, -1] == 0).all() and (per_row[:, :-1] > 0).all()
+
+
+def test_failed_episodes_are_dropped_and_an_all_failed_group_is_rejected(
+    tokenizer, n_chunks
+):
+    traj = run(
+        make_workflow(tokenizer), FakeEngine(tokenizer, answers({0}), fail_for={1})
+    )
+    assert traj["input_ids"].shape[0] == (GROUP - 1) * (n_chunks + 1)
+    assert (
+        run(
+            make_workflow(tokenizer),
+            FakeEngine(tokenizer, answers({0}), fail_for=range(GROUP)),
+        )
+        is None
+    )
+
+
+def test_max_chunks_truncates_the_middle_and_is_counted(tokenizer):
+    stats_tracker.get("rollout").export(reset=True)
+    traj = run(
+        make_workflow(tokenizer, max_chunks=2, group_size=2),
+        FakeEngine(tokenizer, answers({0})),
+    )
+    assert traj["input_ids"].shape[0] == 2 * 3
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/truncated_context_tokens"] > 0
+    assert stats["rollout/memagent/n_chunks"] == 2
+
+
+def test_empty_context_answers_from_the_initial_memory(tokenizer):
+    engine = FakeEngine(tokenizer, answers({0}))
+    traj = run(make_workflow(tokenizer), engine, dict(ITEM, context=""))
+    assert traj["input_ids"].shape[0] == GROUP
+    assert all(
+        "No previous memory" in tokenizer.decode(p) for _, p, _ in engine.requests
+    )
+
+
+def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
+    stats_tracker.get("rollout").export(reset=True)
+    run(make_workflow(tokenizer), FakeEngine(tokenizer, answers({0})))
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/reward"] == pytest.approx(0.25)
+    assert stats["rollout/memagent/final_boxed"] == 1.0
+    assert stats["rollout/memagent/sub_em"] == pytest.approx(0.25)
+    assert stats["rollout/memagent/n_chunks"] == n_chunks
+    assert stats["rollout/memagent/memory_hit_limit"] == 0.0
+    for key in ("memory_tokens", "turn_latency_s", "context_tokens", "f1", "em"):
+        assert f"rollout/memagent/{key}" in stats
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [("question", ""), ("context", 3), ("answers", []), ("answers", [1])],
+)
+def test_bad_items_name_the_item_and_field(tokenizer, field, value):
+    with pytest.raises(ValueError, match=f"q1.*'{field}'"):
+        run(
+            make_workflow(tokenizer),
+            FakeEngine(tokenizer, answers(set())),
+            dict(ITEM, **{field: value}),
+        )
+
+
+def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
+    wf = make_workflow(
+        tokenizer, gconfig=GenerationHyperparameters(max_tokens=60), group_size=1
+    )
+    with pytest.raises(ValueError, match="gconfig.max_tokens"):
+        asyncio.run(
+            wf.run_episode(
+                FakeEngine(tokenizer, answers(set())),
+                asyncio.run(wf.read_document(ITEM)),
+            )
+        )
