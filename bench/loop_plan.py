@@ -54,8 +54,9 @@ def plan(cfg: Config, mix: Mix, workflow, tokenizer) -> Plan:
     from bench.common import run_async
     from bench.vocab import tokens_per_char
 
-    # the steps, plus what the loosest staleness bound may admit beyond them
-    n = (cfg.steps + max(cfg.offpolicyness) + 2) * cfg.batch
+    # At the last step's top-up, StalenessManager may have admitted up to
+    # (offpolicyness + steps) batches and (offpolicyness + 1) more wait in line.
+    n = (cfg.steps + 2 * max(cfg.offpolicyness) + 1) * cfg.batch
     counts = mix.counts(n, cfg.seed)
     items = make_items(counts, cfg.chunk_tokens, tokens_per_char(tokenizer))
     engine = make_engine(cfg, tokenizer, sleep=False)

@@ -79,7 +79,9 @@ def _targets_table(r: dict[str, Any]) -> list[str]:
     return table("metric|measured|target|ratio|status", rows)
 
 
-def loop(r: dict[str, Any], plot: str | None, previous: dict[str, Any] | None) -> list[str]:
+def loop(
+    r: dict[str, Any], plot: str | None, previous: dict[str, Any] | None
+) -> list[str]:
     c, rows = r["config"], r["rows"]
     loops = [ORIGINAL] + [str(k) for k in c["offpolicyness"]]
     tc = c["train"]
@@ -114,6 +116,7 @@ def loop(r: dict[str, Any], plot: str | None, previous: dict[str, Any] | None) -
         "step's rollout cannot overlap anything). **Ideal**: perfect overlap, each step "
         "max(engine-bound rollout, train step), on the synchronous loop's batches.",
         "",
+        *_targets_table(r),
     ]
     if plot:
         out += [f"![episodes/s against the train/rollout ratio]({plot})", ""]
