@@ -120,12 +120,13 @@ def loop(
     ]
     if plot:
         out += [f"![episodes/s against the train/rollout ratio]({plot})", ""]
+    k = "2" if "2" in loops else loops[-1]  # config.yaml's bound, if it was run
     head = "mix|train/rollout ratio|" + "|".join(label(k) for k in loops)
-    head += "|ideal|AReaL 2 / original|AReaL 2 / synchronous"
+    head += f"|ideal|AReaL {k} / original|AReaL {k} / synchronous"
     body = []
     for x in rows:
         eps = {k: x["loops"][k]["episodes_per_s"] for k in loops}
-        best = eps.get("2", eps[loops[-1]])
+        best = eps[k]
         body.append(
             f"{x['mix']}|{x['ratio']:g}|"
             + "|".join(f"{eps[k]:.2f}" for k in loops)
