@@ -10,8 +10,8 @@ train/rollout ratios and question mixes. Episodes/s are counted after
 loops' steady state. The ideal is perfect overlap: every step takes
 max(engine-bound rollout, train step).
 
-The loops sleep far more than they compute, so each mix runs in its own
-subprocess, side by side.
+The loops sleep far more than they compute, so each mix and ratio runs in its
+own subprocess, side by side.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Config:
     group_size: int = 4
     slots: int = 8
     concurrency: int = 2  # rollout.max_concurrent_rollouts (groups)
-    steps: int = 4
+    steps: int = 6
     warmup: int = 1
     ratios: tuple[float, ...] = (0.25, 1.0, 4.0)
     offpolicyness: tuple[int, ...] = (0, 1, 2, 4)
@@ -80,8 +80,10 @@ def label(loop: str) -> str:
     return f"AReaL offpolicyness {loop}"
 
 
-def run_mix(cfg: Config, mix: Mix) -> list[dict[str, Any]]:
-    """Every ratio x loop on one mix."""
+def run_mix(
+    cfg: Config, mix: Mix, ratios: tuple[float, ...] | None = None
+) -> list[dict[str, Any]]:
+    """Every loop at each ratio (default: all of the config's) on one mix."""
     from bench.common import make_workflow
     from bench.loop_plan import plan, predicted
     from bench.training_loops import run_areal, run_original
@@ -97,7 +99,7 @@ def run_mix(cfg: Config, mix: Mix) -> list[dict[str, Any]]:
     )
     p = plan(cfg, mix, workflow, tokenizer)
     rows = []
-    for ratio in cfg.ratios:
+    for ratio in ratios or cfg.ratios:
         loops = {ORIGINAL: run_original(cfg, p, workflow, tokenizer, ratio)}
         print(_progress(mix, ratio, ORIGINAL, loops[ORIGINAL]), flush=True)
         for k in cfg.offpolicyness:
@@ -123,13 +125,14 @@ def _progress(mix: Mix, ratio: float, loop: str, res: dict[str, Any]) -> str:
 
 
 def run(smoke: bool = False, cfg: Config | None = None) -> dict[str, Any]:
-    """Every mix x ratio x loop; one subprocess per mix unless smoke or ``cfg``."""
+    """Every mix x ratio x loop; in-process for a smoke run or a given ``cfg``,
+    else one subprocess per mix and ratio, side by side (they mostly sleep)."""
     if cfg is not None or smoke:
         cfg = cfg or SMOKE
         rows = [r for mix in cfg.mixes for r in run_mix(cfg, mix)]
     else:
         cfg = Config()
-        rows = _run_children(len(cfg.mixes))
+        rows = _run_children(cfg)
     return {
         "smoke": smoke,
         "config": {**asdict(cfg), "mixes": [m.describe() for m in cfg.mixes]},
@@ -138,20 +141,22 @@ def run(smoke: bool = False, cfg: Config | None = None) -> dict[str, Any]:
     }
 
 
-def _run_children(n_mixes: int) -> list[dict[str, Any]]:
+def _run_children(cfg: Config) -> list[dict[str, Any]]:
+    jobs = [(i, r) for i in range(len(cfg.mixes)) for r in cfg.ratios]
     with tempfile.TemporaryDirectory() as tmp:
-        outs = [Path(tmp) / f"mix{i}.json" for i in range(n_mixes)]
+        outs = [Path(tmp) / f"{i}-{r}.json" for i, r in jobs]
         procs = [
             subprocess.Popen(
-                [sys.executable, "-m", "bench.loop", "--mix", str(i), "--out", str(o)],
+                [sys.executable, "-m", "bench.loop", "--mix", str(i)]
+                + ["--ratio", repr(r), "--out", str(o)],
                 cwd=REPO,
             )
-            for i, o in enumerate(outs)
+            for (i, r), o in zip(jobs, outs, strict=True)
         ]
         codes = [p.wait() for p in procs]
         if any(codes):
             raise RuntimeError(f"loop benchmark children failed: exit codes {codes}")
-        return [r for o in outs for r in json.loads(o.read_text())]
+        return [row for o in outs for row in json.loads(o.read_text())]
 
 
 def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -181,12 +186,14 @@ def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    p = argparse.ArgumentParser(description="one mix of the loop benchmark")
+    p = argparse.ArgumentParser(description="one mix and ratio of the loop benchmark")
     p.add_argument("--mix", type=int, required=True, help="index into Config.mixes")
+    p.add_argument("--ratio", type=float, required=True, help="train/rollout ratio")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
     cfg = Config()
-    args.out.write_text(json.dumps(run_mix(cfg, cfg.mixes[args.mix])))
+    rows = run_mix(cfg, cfg.mixes[args.mix], (args.ratio,))
+    args.out.write_text(json.dumps(rows))
 
 
 if __name__ == "__main__":

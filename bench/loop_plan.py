@@ -54,8 +54,9 @@ def plan(cfg: Config, mix: Mix, workflow, tokenizer) -> Plan:
     from bench.common import run_async
     from bench.vocab import tokens_per_char
 
-    # At the last step's top-up, StalenessManager may have admitted up to
-    # (offpolicyness + steps) batches and (offpolicyness + 1) more wait in line.
+    # By the last step StalenessManager may have admitted (offpolicyness + steps)
+    # batches, and prepare_batch queues up to (offpolicyness + 1) more: no
+    # question is read twice.
     n = (cfg.steps + 2 * max(cfg.offpolicyness) + 1) * cfg.batch
     counts = mix.counts(n, cfg.seed)
     items = make_items(counts, cfg.chunk_tokens, tokens_per_char(tokenizer))

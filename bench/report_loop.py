@@ -98,9 +98,10 @@ def loop(
         "turn by turn (`bench/lockstep.py`), then train.",
         "- **AReaL, offpolicyness k**: AReaL's `WorkflowExecutor` with its "
         "`StalenessManager` (`consumer_batch_size` = batch, `max_head_offpolicyness` = k; "
-        "k = 0 is the synchronous loop) runs `MemAgentWorkflow`; the trainer takes a batch "
-        "(`wait`), trains, then bumps the version, as `PPOTrainer.train` does. The input "
-        "queue is kept at (k + 1) batches, as `prepare_batch` keeps it (see the notes).",
+        "k = 0 is the synchronous loop; `max_concurrent_rollouts` as above) runs "
+        "`MemAgentWorkflow`; the trainer takes a batch (`prepare_batch` over a "
+        "`StatefulDataLoader`), trains, then bumps the version, as `PPOTrainer.train` does; "
+        "generation goes on meanwhile as far as the staleness bound admits.",
         "- **Train step** (`bench/train_cost.py`): a sleep of ratio x R x "
         f"({tc['fixed']:g} + {tc['per_row']:g} x rows / rows_ref + {tc['per_token']:g} x "
         "tokens / tokens_ref), tokens being every row's prompt and output. R, rows_ref and "

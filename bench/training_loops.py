@@ -72,6 +72,7 @@ def run_areal(
     """AReaL's trainer loop over its ``WorkflowExecutor``."""
     from areal.api.cli_args import InferenceEngineConfig
     from areal.infra.workflow_executor import WorkflowExecutor
+    from torchdata.stateful_dataloader import StatefulDataLoader
 
     engine = make_engine(cfg, tokenizer)
     executor = WorkflowExecutor(
@@ -84,20 +85,17 @@ def run_areal(
         engine,
     )
     executor.initialize(train_data_parallel_size=1)
-    manager = executor.staleness_manager
+    manager_bound = executor.staleness_manager.max_staleness
+    loader = StatefulDataLoader(
+        p.items, batch_size=cfg.batch, shuffle=False, collate_fn=lambda x: x
+    )
     logged = Admissions(workflow)
-    feed = iter(p.items)
     steps, ends = [], []
     c0, t0 = time.process_time(), time.perf_counter()
     try:
         for step in range(cfg.steps):
-            # prepare_batch keeps (offpolicyness + 1) batches of inputs queued,
-            # topping up on a 1 s poll; a GPU step lasts minutes, so here the
-            # queue is topped up at once (see NOTES.md).
-            while manager.get_stats().enqueued < manager.get_pending_limit():
-                executor.submit(next(feed), logged)
             t = time.perf_counter()
-            trajs = executor.wait(count=cfg.batch)
+            trajs = executor.prepare_batch(loader, logged)
             train, rec = _step(cfg, p, ratio, trajs, step, time.perf_counter() - t)
             time.sleep(train)
             engine.set_version(step + 1)  # update_weights, rollout.set_version
@@ -113,6 +111,7 @@ def run_areal(
         logged.versions, offpolicyness, cfg.batch
     )
     out["questions_started"] = len(logged.versions)
+    out["max_staleness"] = manager_bound
     return out
 
 
