@@ -153,7 +153,7 @@ def test_train_steps_follow_the_cost_model(smoke):
                 assert step["train_s"] == pytest.approx(want)
 
 
-def test_synchronous_loops_train_on_policy_and_areal_respects_its_bound(smoke):
+def test_synchronous_loops_train_on_policy_and_areal_keeps_its_bound(smoke):
     res = smoke[0]["loop"]
     for row in res["rows"]:
         loops = row["loops"]
@@ -163,13 +163,10 @@ def test_synchronous_loops_train_on_policy_and_areal_respects_its_bound(smoke):
             assert loops[name]["token_staleness_mean"] == 0
         for k in res["config"]["offpolicyness"]:
             loop = loops[str(k)]
+            assert loop["max_staleness"] == k  # what AReaL's StalenessManager enforced
             assert loop["admission_violations"] == 0
-            assert (
-                loop["questions_started"]
-                >= res["config"]["steps"] * res["config"]["batch"]
-            )
-            if k:  # the next batch is generated while the trainer trains
-                assert loop["staleness_max"] >= 1
+            steps, batch = res["config"]["steps"], res["config"]["batch"]
+            assert loop["questions_started"] >= steps * batch
 
 
 def test_report_has_every_section_and_the_plot(smoke):
