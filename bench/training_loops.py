@@ -98,7 +98,12 @@ def run_areal(
             trajs = executor.prepare_batch(loader, logged)
             train, rec = _step(cfg, p, ratio, trajs, step, time.perf_counter() - t)
             time.sleep(train)
-            engine.set_version(step + 1)  # update_weights, rollout.set_version
+            # PPOTrainer.train: pause, update the weights, set the version, resume
+            # (resuming is what wakes the executor to admit the next questions).
+            # The update itself is instantaneous here.
+            executor.pause()
+            engine.set_version(step + 1)
+            executor.resume()
             steps.append(rec)
             ends.append(time.perf_counter() - t0)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
