@@ -25,11 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import config_sections, workflow_kwargs
+from memagent_workflow.config import load_run_config, workflow_kwargs
+from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
@@ -218,18 +218,14 @@ def write_summary(
         ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
     )
     summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
-    results.write_json_atomic(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
+    write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
     return summary
 
 
 def load_config(argv: list[str]) -> MemAgentEvalConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config_cls = MemAgentEvalConfig
-    if "standin" in config_sections(argv):
-        from standin.config import StandinEvalConfig as config_cls
-    config, _ = load_expr_config(argv, config_cls)
-    return config
+    return load_run_config(argv, MemAgentEvalConfig, "standin.config.StandinEvalConfig")
 
 
 def main(argv: list[str]) -> None:

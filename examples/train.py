@@ -9,29 +9,25 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
-from areal import PPOTrainer
-from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from areal.utils.saver import Saver
-from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
-    config_sections,
+    load_run_config,
     workflow_kwargs,
 )
+from memagent_workflow.trainer import MemAgentPPOTrainer
 
 logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
-REQUIRED = ("question", "context", "answers")
+REQUIRED = ("id", "question", "context", "answers")
 
 
 def load_rows(path: str, role: str) -> Dataset:
@@ -51,59 +47,15 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
-class StepReport:
-    """One line per step (reward, rows, staleness, timings), also as JSONL."""
-
-    def __init__(self, commit, path: str):
-        self.commit, self.path, self.start = commit, path, time.perf_counter()
-
-    def __call__(self, epoch: int, step: int, global_step: int, stats):
-        self.commit(epoch, step, global_step, stats)
-        s = stats[0] if isinstance(stats, list) else stats
-        staleness = "ppo_actor/update/version_stats/sample_staleness_theta"
-        line = {
-            "step": global_step + 1,
-            "reward": s.get("rollout/memagent/reward"),
-            "rows": int(s.get("ppo_actor/n_seqs", 0)),
-            "staleness_avg": s.get(f"{staleness}_avg"),
-            "staleness_max": s.get(f"{staleness}_max"),
-            "oldest_rollout_version": s.get("rollout/memagent/oldest_version"),
-            "memory_tokens": s.get("rollout/memagent/memory_tokens"),
-            "grad_norm": s.get("ppo_actor/update/grad_norm"),
-            "eval_sub_em": s.get("eval-rollout/memagent/sub_em"),
-            "timing_s": {
-                k.removeprefix("timeperf/"): round(v, 2)
-                for k, v in s.items()
-                if k.startswith("timeperf/") and not k.endswith("__count")
-            },
-            "elapsed_s": round(time.perf_counter() - self.start, 1),
-        }
-        t = line["timing_s"]
-        logger.info(
-            f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
-            f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-            f"max {line['staleness_max'] or 0:.0f} | rollout {t.get('rollout', 0)}s "
-            f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
-        )
-        with open(self.path, "a") as f:
-            f.write(json.dumps(line) + "\n")
-
-
 def train(config: MemAgentGRPOConfig) -> None:
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with PPOTrainer(
+    with MemAgentPPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
-        if int(os.environ.get("RANK", "0")) == 0:
-            log_dir = StatsLogger.get_log_path(config.stats_logger)
-            report = StepReport(
-                trainer.stats_logger.commit, os.path.join(log_dir, "steps.jsonl")
-            )
-            trainer.stats_logger.commit = report
         trainer.train(
             workflow=WORKFLOW,
             workflow_kwargs=workflow_kwargs(config),
@@ -118,11 +70,7 @@ def train(config: MemAgentGRPOConfig) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config_cls = MemAgentGRPOConfig
-    if "standin" in config_sections(argv):
-        from standin.config import StandinGRPOConfig as config_cls
-    config, _ = load_expr_config(argv, config_cls)
-    return config
+    return load_run_config(argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig")
 
 
 def main(argv: list[str]) -> None:

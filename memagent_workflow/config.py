@@ -87,6 +87,24 @@ def workflow_kwargs(
     return kwargs
 
 
+def load_run_config(argv: list[str], config_cls: type, standin_cls: str) -> Any:
+    """Load ``--config`` with overrides (AReaL's ``load_expr_config``).
+
+    A file with a ``standin:`` section is a CPU run against the stand-in server;
+    it is loaded with ``standin_cls`` (an import path, so that GPU runs never
+    import the stand-in package).
+    """
+    import importlib
+
+    from areal.api.cli_args import load_expr_config
+
+    if "standin" in config_sections(argv):
+        module, name = standin_cls.rsplit(".", 1)
+        config_cls = getattr(importlib.import_module(module), name)
+    config, _ = load_expr_config(argv, config_cls)
+    return config
+
+
 def config_sections(argv: list[str]) -> set[str]:
     """Top-level sections of the YAML file named by ``--config`` in ``argv``.
 

@@ -25,6 +25,8 @@ from transformers import PreTrainedTokenizerFast
 from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
+from memagent_workflow.data.files import DataError
+from memagent_workflow.data.schema import BadField, parse_row
 from memagent_workflow.prompts import (
     PromptTemplate,
     final_answer_template,
@@ -42,9 +44,8 @@ from memagent_workflow.rows import Turn, pad_rows
 logger = logging.getLogger("MemAgentWorkflow")
 
 
-@lru_cache(maxsize=4)
 def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
-    """AReaL's tokenizer loader, cached: workers rebuild the workflow per task."""
+    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
     from areal.utils.hf_utils import load_hf_tokenizer
 
     return load_hf_tokenizer(path)
@@ -90,31 +91,18 @@ class Episode:
     oldest_version: int | None = None  # oldest policy version that wrote a token
 
 
-def parse_item(data: dict[str, Any]) -> tuple[str, str, str, list[str]]:
-    """``(id, question, context, answers)`` of a data item, or a clear error."""
-    item_id = str(data.get("id", "<no id>"))
+def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
+    """``(id, question, context, answers)`` of a data item (the row schema).
 
-    def bad(name: str, why: str) -> ValueError:
-        return ValueError(f"data item {item_id}: field '{name}': {why}")
-
-    question, context, answers = (
-        data.get(k) for k in ("question", "context", "answers")
-    )
-    if not isinstance(question, str) or not question.strip():
-        raise bad("question", f"expected a non-empty string, got {question!r:.80}")
-    if not isinstance(context, str):
-        raise bad("context", f"expected a string, got {type(context).__name__}")
-    if isinstance(answers, str):
-        answers = [answers]
-    if (
-        not isinstance(answers, list | tuple)
-        or not answers
-        or not all(isinstance(a, str) for a in answers)
-    ):
-        raise bad(
-            "answers", f"expected a non-empty list of strings, got {answers!r:.80}"
-        )
-    return item_id, question, context, list(answers)
+    An empty context is allowed here: it is a well-defined episode with no
+    memory turn. Raises :class:`DataError` naming the item and the field.
+    """
+    try:
+        row = parse_row(data, allow_empty_context=True)
+    except BadField as bad:
+        item_id = data.get("id") if isinstance(data, dict) else None
+        raise DataError(f"data item {item_id!r}: {bad}") from None
+    return row["id"], row["question"], row["context"], row["answers"]
 
 
 class MemAgentWorkflow(RolloutWorkflow):
@@ -169,7 +157,13 @@ class MemAgentWorkflow(RolloutWorkflow):
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any] | None:
         """Run one GRPO group over one question and return its training rows."""
-        doc = await self.read_document(data)
+        try:
+            doc = await self.read_document(data)
+        except DataError as exc:  # e.g. a data set edited after preparation
+            logger.warning(f"{exc}; group rejected")
+            tracker = stats_tracker.get(workflow_context.stat_scope())
+            tracker.scalar(**{"memagent/item_rejected": 1.0})
+            return None
         results = await asyncio.gather(
             *(self.run_episode(engine, doc) for _ in range(self.group_size)),
             return_exceptions=True,
@@ -315,6 +309,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             "f1": np.mean([f1(p, doc.answers) for p in preds]),
             "turn_latency_s": sum(e.latency for e in episodes) / n_calls,
             "episodes_failed": failed,
+            "item_rejected": 0.0,  # 1.0 where a malformed item was rejected
             "rows": sum(len(e.turns) for e in episodes),
         }
         versions = [e.oldest_version for e in episodes if e.oldest_version is not None]

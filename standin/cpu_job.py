@@ -16,9 +16,9 @@ from pathlib import Path
 
 from areal.utils import logging, name_resolve, names
 
+from memagent_workflow.data.files import write_json, write_jsonl
 from memagent_workflow.data.synthetic import make_synthetic
-from memagent_workflow.data.training import write_jsonl_atomic
-from memagent_workflow.eval import results, sets
+from memagent_workflow.eval import sets
 from standin.config import StandinEvalConfig, StandinGRPOConfig
 from standin.launch import find_free_port, start_standin_server
 from standin.packed_sdpa import install_packed_sdpa
@@ -32,7 +32,7 @@ def ensure_synthetic(path: str, n: int, seed: int, num_docs: int) -> None:
     if Path(path).exists():
         logger.info(f"using existing data {path}")
         return
-    write_jsonl_atomic(make_synthetic(n, seed=seed, num_docs=num_docs), path)
+    write_jsonl(path, make_synthetic(n, seed=seed, num_docs=num_docs))
     logger.info(f"wrote {n} synthetic questions to {path}")
 
 
@@ -149,7 +149,7 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
         except ValueError as exc:
             raise ValueError(f"cannot write synthetic eval_{n}.json: {exc}") from exc
         path.parent.mkdir(parents=True, exist_ok=True)
-        results.write_json_atomic(path, samples)
+        write_json(path, samples)
         logger.warning(
             f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
         )

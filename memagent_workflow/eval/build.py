@@ -13,29 +13,10 @@ import random
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from memagent_workflow.data.files import atomic_write
-from memagent_workflow.eval.sets import (
-    EvalDataError,
-    _is_id,
-    _nonempty_str,
-    eval_file,
-)
-
-
-def _source_records(path: Path) -> list[Any]:
-    """A JSON list, or JSONL, of raw records."""
-    with path.open(encoding="utf-8") as f:
-        is_list = f.read(64).lstrip().startswith("[")
-        f.seek(0)
-        try:
-            if is_list:
-                return json.load(f)
-            return [json.loads(line) for line in f if line.strip()]
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            kind = "JSON list" if is_list else "JSONL (one record per line)"
-            raise EvalDataError(f"{path}: not a valid HotpotQA {kind}: {exc}") from exc
+from memagent_workflow.data.files import DataError, atomic_write, read_records
+from memagent_workflow.data.schema import BadField, parse_id, show
+from memagent_workflow.eval.sets import EvalDataError, eval_file
 
 
 def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
@@ -46,16 +27,22 @@ def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
     """
     path = Path(path)
     out = []
-    for i, rec in enumerate(_source_records(path)):
-        where = f"{path}: record {i}"
+    try:
+        records = list(read_records(path))
+    except DataError as exc:
+        raise EvalDataError(str(exc)) from None
+    for label, rec in records:
+        where = f"{path}: {label}"
         if not isinstance(rec, dict):
-            raise EvalDataError(f"{where}: expected a JSON object")
-        rid = rec.get("_id")
-        if not _is_id(rid):
-            raise EvalDataError(f"{where}: field '_id' must be a string or int")
+            raise EvalDataError(f"{where}: expected a JSON object, got {show(rec)}")
+        try:
+            rid = parse_id(rec)
+        except BadField as bad:
+            raise EvalDataError(f"{where}: {bad}") from None
         where += f" (_id {rid!r})"
         for field in ("question", "answer"):
-            if not _nonempty_str(rec.get(field)):
+            value = rec.get(field)
+            if not isinstance(value, str) or not value.strip():
                 raise EvalDataError(
                     f"{where}: field '{field}' must be a non-empty string"
                 )
@@ -77,9 +64,7 @@ def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
                 )
             paragraphs.append((para[0], "".join(para[1])))
         q, a = rec["question"], rec["answer"]
-        out.append(
-            {"_id": str(rid), "question": q, "answer": a, "paragraphs": paragraphs}
-        )
+        out.append({"_id": rid, "question": q, "answer": a, "paragraphs": paragraphs})
     return out
 
 

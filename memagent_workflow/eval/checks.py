@@ -15,6 +15,8 @@ from typing import Any
 
 from areal.utils import logging
 
+from memagent_workflow.chunking import cut_refusal
+from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import results, sets
 from memagent_workflow.eval.config import MemAgentEvalConfig
 
@@ -69,7 +71,7 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
             if f.exists():
                 shutil.move(f, f.with_name(f.name + ".bak"))
                 logger.warning(f"eval.resume=false: moved {f} to {f.name}.bak")
-    results.write_json_atomic(path, current)
+    write_json(path, current)
     return out
 
 
@@ -105,14 +107,9 @@ def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
                 from memagent_workflow.context import encode_context
 
                 tokens = len(encode_context(tokenizer, s["context"]))
-                if tokens > cap:
-                    raise EvalRefused(
-                        f"{path}: sample {s['id']!r} has {tokens} context tokens, "
-                        f"{-(-tokens // mem.chunk_tokens)} chunks of "
-                        f"{mem.chunk_tokens}, more than memagent.max_chunks="
-                        f"{mem.max_chunks}. Evaluation never cuts a document: set "
-                        "memagent.max_chunks=null (the original protocol)."
-                    )
+                why = cut_refusal(tokens, mem.chunk_tokens, mem.max_chunks)
+                if why:
+                    raise EvalRefused(f"{path}: sample {s['id']!r}: {why}")
         except sets.EvalDataError as exc:
             raise EvalRefused(str(exc)) from exc
         out[n] = samples

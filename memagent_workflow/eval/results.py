@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.data.files import atomic_write
 from memagent_workflow.reward import exact_match, extract_boxed, f1, sub_em
 
 RECORD_KEYS = (
@@ -248,9 +247,3 @@ def summarize(
         for n in lengths
     ]
     return {"meta": meta or {}, "lengths": rows}
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON to a temp file and rename it over ``path``."""
-    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(path, lambda tmp: tmp.write_text(text, "utf-8"))

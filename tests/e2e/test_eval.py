@@ -204,7 +204,7 @@ def test_refuses_missing_and_malformed_eval_files(tmp_path):
         scan_lengths(cfg)
     bad = {"id": "q", "input": "Q?", "context": [1, 2], "answers": ["a"]}
     write_eval_file(data, 8, [bad])
-    with pytest.raises(EvalRefused, match="paragraph indices"):
+    with pytest.raises(EvalRefused, match="document indices"):
         scan_lengths(cfg)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from examples import prepare_eval_data as cli
+from memagent_workflow.data import hub as hub_module
 from memagent_workflow.eval import build as eval_build
 from memagent_workflow.eval import sets
 from memagent_workflow.eval.sets import EvalDataError
@@ -120,9 +122,12 @@ def test_build_size_errors(tmp_path: Path, source: Path) -> None:
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda r: r.__setitem__(2, "x"), ["record 2", "JSON object"]),
-        (lambda r: r[1].pop("_id"), ["record 1", "'_id'"]),
-        (lambda r: r[3].__setitem__("answer", ""), ["record 3", "id03", "'answer'"]),
+        (lambda r: r.__setitem__(2, "x"), ["item 2 (0-based)", "JSON object"]),
+        (lambda r: r[1].pop("_id"), ["item 1 (0-based)", "'_id'"]),
+        (
+            lambda r: r[3].__setitem__("answer", ""),
+            ["item 3 (0-based)", "id03", "'answer'"],
+        ),
         (lambda r: r[0]["context"].__setitem__(4, ["T", "s"]), ["'context[4]'"]),
     ],
 )
@@ -191,21 +196,21 @@ def test_original_field_names(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "data, expected",
     [
-        ("{not json", ["not valid JSON"]),
-        ({"a": 1}, ["top level", "list"]),
-        ([good_sample(), 5], ["sample 1", "JSON object"]),
-        ([{"id": "q", "context": "c", "answers": ["A"]}], ["sample 0", "'q'", "'question'"]),
-        ([good_sample(question="  ")], ["sample 0", "'a'", "'question'"]),
+        ("{not json", ["line 1", "invalid JSON"]),
+        ({"a": 1}, ["line 1", "'question'", "missing"]),
+        ([good_sample(), 5], ["item 1 (0-based)", "expected an object"]),
+        ([{"id": "q", "context": "c", "answers": ["A"]}], ["item 0 (0-based)", "'q'", "'question'"]),
+        ([good_sample(question="  ")], ["item 0 (0-based)", "'a'", "'question'"]),
         ([{"input": "", "context": "c", "answers": ["A"], "index": 4}], ["'4'", "'input'"]),
-        ([good_sample(), good_sample(id="b", context=None)], ["sample 1", "'b'", "'context'"]),
-        ([{"id": "a", "question": "Q", "answers": ["A"]}], ["sample 0", "'context'", "missing"]),
-        ([good_sample(context=[3, 17, 9])], ["sample 0", "'context'", "index-only", "--build"]),
-        ([{"id": "a", "question": "Q", "context": "c"}], ["sample 0", "'answers'", "missing"]),
-        ([good_sample(answers=[])], ["sample 0", "'answers'"]),
-        ([good_sample(answers=["A", 3])], ["sample 0", "'answers'"]),
-        ([good_sample(answers={"A": 1})], ["sample 0", "'answers'"]),
-        ([good_sample(num_docs="7")], ["sample 0", "'num_docs'"]),
-        ([good_sample(), good_sample()], ["sample 1", "'a'", "'id'", "duplicates sample 0"]),
+        ([good_sample(), good_sample(id="b", context=None)], ["item 1 (0-based)", "'b'", "'context'"]),
+        ([{"id": "a", "question": "Q", "answers": ["A"]}], ["item 0 (0-based)", "'context'", "missing"]),
+        ([good_sample(context=[3, 17, 9])], ["item 0 (0-based)", "'context'", "index-only", "prepare_eval_data.py"]),
+        ([{"id": "a", "question": "Q", "context": "c"}], ["item 0 (0-based)", "'answers'", "missing"]),
+        ([good_sample(answers=[])], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(answers=["A", 3])], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(answers={"A": 1})], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(num_docs="7")], ["item 0 (0-based)", "'num_docs'"]),
+        ([good_sample(), good_sample()], ["item 1 (0-based)", "'a'", "'id'", "duplicate 'a' (first at"]),
     ],
 )  # fmt: skip
 def test_load_errors(tmp_path: Path, data, expected: list[str]) -> None:
@@ -270,14 +275,15 @@ def fake_hub(tmp_path: Path, monkeypatch) -> list[str]:
     write_json(hub / "eval_200.json", [good_sample(context=[1, 2])])
     calls: list[str] = []
 
-    def fetch(repo_id: str, filename: str) -> Path:
+    def fetch(repo_id: str, filename: str, local_dir: Path, revision=None) -> Path:
         assert repo_id == "BytedTsinghua-SIA/hotpotqa"
         calls.append(filename)
         if not (hub / filename).exists():
-            raise ConnectionError("network unreachable")
-        return hub / filename
+            raise hub_module.HubError(f"{filename}: network unreachable")
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(hub / filename, Path(local_dir) / filename))
 
-    monkeypatch.setattr(sets, "_hf_hub_download", fetch)
+    monkeypatch.setattr(hub_module, "download_file", fetch)
     return calls
 
 
@@ -291,7 +297,7 @@ def test_download(tmp_path: Path, fake_hub: list[str]) -> None:
     assert sets.download(root, [50, 100]) == []  # present: skipped
     assert sets.download(root, [50], force=True) == [root / "eval_50.json"]
     assert fake_hub == ["eval_50.json", "eval_100.json", "eval_50.json"]
-    with pytest.raises(EvalDataError, match="could not download eval_400.json"):
+    with pytest.raises(EvalDataError, match="eval_400.json: network unreachable"):
         sets.download(root, [400])
     with pytest.raises(EvalDataError, match="index-only"):
         sets.download(root, [200])

@@ -8,7 +8,8 @@ from areal.api.cli_args import GenerationHyperparameters
 from areal.infra.workflow_executor import check_trajectory_format
 from areal.utils import stats_tracker
 
-from memagent_workflow.workflow import MemAgentWorkflow
+from memagent_workflow.data.files import DataError
+from memagent_workflow.workflow import MemAgentWorkflow, parse_item
 from tests.fakes import FakeEngine
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(60))
@@ -237,12 +238,19 @@ def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
     [("question", ""), ("context", 3), ("answers", []), ("answers", [1])],
 )
 def test_bad_items_name_the_item_and_field(tokenizer, field, value):
-    with pytest.raises(ValueError, match=f"q1.*'{field}'"):
-        run(
-            make_workflow(tokenizer),
-            FakeEngine(tokenizer, answers(set())),
-            dict(ITEM, **{field: value}),
-        )
+    with pytest.raises(DataError, match=f"q1.*'{field}'"):
+        parse_item(dict(ITEM, **{field: value}))
+
+
+@pytest.mark.parametrize("field, value", [("question", ""), ("answers", [""])])
+def test_a_malformed_item_rejects_its_group_and_is_counted(tokenizer, field, value):
+    engine = FakeEngine(tokenizer, answers(set()))
+    wf = make_workflow(tokenizer)
+    stats_tracker.get("rollout").export(reset=True)
+    assert run(wf, engine, dict(ITEM, **{field: value})) is None
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/item_rejected"] == 1.0
+    assert engine.requests == []  # nothing was generated for it
 
 
 def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
