@@ -11,25 +11,18 @@ loops' steady state. The ideal is perfect overlap: every step takes
 max(engine-bound rollout, train step).
 
 The loops sleep far more than they compute, so each mix and ratio runs in its
-own subprocess, side by side.
+own process, side by side.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import subprocess
-import sys
-import tempfile
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from bench.engines import CostModel, OutputModel
 from bench.train_cost import TrainCost
 from bench.workload import LONG, TRAINING, Mix
 
-REPO = Path(__file__).resolve().parent.parent
 ORIGINAL = "original"
 
 
@@ -124,15 +117,17 @@ def _progress(mix: Mix, ratio: float, loop: str, res: dict[str, Any]) -> str:
     )
 
 
-def run(smoke: bool = False, cfg: Config | None = None) -> dict[str, Any]:
-    """Every mix x ratio x loop; in-process for a smoke run or a given ``cfg``,
-    else one subprocess per mix and ratio, side by side (they mostly sleep)."""
-    if cfg is not None or smoke:
-        cfg = cfg or SMOKE
-        rows = [r for mix in cfg.mixes for r in run_mix(cfg, mix)]
+def run(
+    smoke: bool = False, cfg: Config | None = None, parallel: bool | None = None
+) -> dict[str, Any]:
+    """Every mix x ratio x loop; by default each mix and ratio in its own process,
+    side by side (they mostly sleep), except in a smoke run."""
+    cfg = cfg or (SMOKE if smoke else Config())
+    jobs = [(cfg, mix, ratio) for mix in cfg.mixes for ratio in cfg.ratios]
+    if parallel if parallel is not None else not smoke:
+        rows = _in_processes(jobs)
     else:
-        cfg = Config()
-        rows = _run_children(cfg)
+        rows = [row for job in jobs for row in _job(*job)]
     return {
         "smoke": smoke,
         "config": {**asdict(cfg), "mixes": [m.describe() for m in cfg.mixes]},
@@ -141,22 +136,21 @@ def run(smoke: bool = False, cfg: Config | None = None) -> dict[str, Any]:
     }
 
 
-def _run_children(cfg: Config) -> list[dict[str, Any]]:
-    jobs = [(i, r) for i in range(len(cfg.mixes)) for r in cfg.ratios]
-    with tempfile.TemporaryDirectory() as tmp:
-        outs = [Path(tmp) / f"{i}-{r}.json" for i, r in jobs]
-        procs = [
-            subprocess.Popen(
-                [sys.executable, "-m", "bench.loop", "--mix", str(i)]
-                + ["--ratio", repr(r), "--out", str(o)],
-                cwd=REPO,
-            )
-            for (i, r), o in zip(jobs, outs, strict=True)
-        ]
-        codes = [p.wait() for p in procs]
-        if any(codes):
-            raise RuntimeError(f"loop benchmark children failed: exit codes {codes}")
-        return [row for o in outs for row in json.loads(o.read_text())]
+def _job(cfg: Config, mix: Mix, ratio: float) -> list[dict[str, Any]]:
+    return run_mix(cfg, mix, (ratio,))
+
+
+def _in_processes(jobs: list[tuple[Config, Mix, float]]) -> list[dict[str, Any]]:
+    """One process per job, forked from a server that has imported AReaL once
+    (a fresh interpreter spends ~12 s of CPU importing it)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["bench.loop", "bench.training_loops", "bench.vocab"])
+    with ProcessPoolExecutor(len(jobs), mp_context=ctx) as pool:
+        futures = [pool.submit(_job, *job) for job in jobs]
+        return [row for f in futures for row in f.result()]
 
 
 def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -185,18 +179,3 @@ def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             }
         )
     return out
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description="one mix and ratio of the loop benchmark")
-    p.add_argument("--mix", type=int, required=True, help="index into Config.mixes")
-    p.add_argument("--ratio", type=float, required=True, help="train/rollout ratio")
-    p.add_argument("--out", type=Path, required=True)
-    args = p.parse_args()
-    cfg = Config()
-    rows = run_mix(cfg, cfg.mixes[args.mix], (args.ratio,))
-    args.out.write_text(json.dumps(rows))
-
-
-if __name__ == "__main__":
-    main()
