@@ -64,11 +64,13 @@ class MachineLoad:
         self.t0 = time.perf_counter()
         self.cpu0 = _own_cpu_s()
 
-    def done(self) -> dict[str, Any]:
+    def done(self, other_own_cpu_s: float = 0.0) -> dict[str, Any]:
+        """The load figures; ``other_own_cpu_s``: CPU of the benchmark's
+        processes that are not this one's reaped children."""
         import psutil
 
         wall = time.perf_counter() - self.t0
-        own = _own_cpu_s() - self.cpu0
+        own = _own_cpu_s() - self.cpu0 + other_own_cpu_s
         busy = psutil.cpu_percent(interval=None) / 100  # share of all cores
         cores = os.cpu_count() or 1
         return {

@@ -44,8 +44,9 @@ class Config:
     chunk_tokens: int = 256
     memory_budget: int = 1024
     final_budget: int = 512
-    # Twice benchmark 2's service times (~50 ms memory turns), so that AReaL's
-    # 50 ms runner poll and the driver's CPU stay small against a turn.
+    # Twice benchmark 2's service times (~50 ms memory turns): long enough for
+    # the driver's CPU to stay a small share of a turn, short enough for minutes
+    # of run time (AReaL's 50 ms runner poll is still a turn: see NOTES.md).
     cost: CostModel = field(default_factory=lambda: CostModel().scaled(2.0))
     outputs: OutputModel = field(default_factory=OutputModel)
     train: TrainCost = field(default_factory=TrainCost)
@@ -124,12 +125,14 @@ def run(
     side by side (they mostly sleep), except in a smoke run."""
     cfg = cfg or (SMOKE if smoke else Config())
     jobs = [(cfg, mix, ratio) for mix in cfg.mixes for ratio in cfg.ratios]
+    workers_cpu = 0.0
     if parallel if parallel is not None else not smoke:
-        rows = _in_processes(jobs)
+        rows, workers_cpu = _in_processes(jobs)
     else:
         rows = [row for job in jobs for row in _job(*job)]
     return {
         "smoke": smoke,
+        "workers_cpu_s": workers_cpu,
         "config": {**asdict(cfg), "mixes": [m.describe() for m in cfg.mixes]},
         "rows": rows,
         "targets": _targets(cfg, rows),
@@ -140,17 +143,31 @@ def _job(cfg: Config, mix: Mix, ratio: float) -> list[dict[str, Any]]:
     return run_mix(cfg, mix, (ratio,))
 
 
-def _in_processes(jobs: list[tuple[Config, Mix, float]]) -> list[dict[str, Any]]:
+def _in_processes(
+    jobs: list[tuple[Config, Mix, float]],
+) -> tuple[list[dict[str, Any]], float]:
     """One process per job, forked from a server that has imported AReaL once
-    (a fresh interpreter spends ~12 s of CPU importing it)."""
+    (a fresh interpreter spends ~12 s of CPU importing it). Returns the rows and
+    the CPU time of the server and its workers (not children of this process,
+    so not in its own accounts)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+
+    import psutil
 
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["bench.loop", "bench.training_loops", "bench.vocab"])
     with ProcessPoolExecutor(len(jobs), mp_context=ctx) as pool:
         futures = [pool.submit(_job, *job) for job in jobs]
-        return [row for f in futures for row in f.result()]
+        rows = [row for f in futures for row in f.result()]
+        cpu = 0.0
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                times = proc.cpu_times()
+                cpu += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
+    return rows, cpu
 
 
 def _targets(cfg: Config, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

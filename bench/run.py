@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> list[Path]:
         load = MachineLoad()
         print(f"[bench] {key}{' (smoke)' if args.smoke else ''} ...", flush=True)
         result = module.run(smoke=args.smoke)
-        result.update(load.done())
+        result.update(load.done(result.get("workers_cpu_s", 0.0)))
         name = RESULT_NAMES[key]
         if key == "loop" and (args.out / f"{name}.json").exists():
             (args.out / f"{name}.json").replace(args.out / PREVIOUS)
