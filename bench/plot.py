@@ -18,7 +18,8 @@ STYLE = {
 
 
 def plot_loop(result: dict[str, Any], path: Path) -> Path:
-    """One panel per mix; one line per loop, plus the ideal (written atomically)."""
+    """One panel per mix; one line per loop, plus the original at zero driver
+    cost and the ideal (written atomically)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -35,6 +36,10 @@ def plot_loop(result: dict[str, Any], path: Path) -> Path:
         for k in mine[0]["loops"]:
             y = [r["loops"][k]["episodes_per_s"] for r in mine]
             ax.plot(x, y, label=label(k), **STYLE.get(k, {}))
+        zero = [r["predicted"]["original_zero_cost"] for r in mine]
+        ax.plot(
+            x, zero, label="original at zero driver cost", color="black", linestyle=":"
+        )
         ideal = [r["predicted"]["ideal"] for r in mine]
         ax.plot(
             x, ideal, label="ideal (perfect overlap)", color="tab:red", linestyle=":"
@@ -46,7 +51,7 @@ def plot_loop(result: dict[str, Any], path: Path) -> Path:
         ax.set_title(mix)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8)
+    axes[0][0].legend(fontsize=8, loc="upper right")
     fig.suptitle("Training loop: AReaL's staleness bounds vs the original's schedule")
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
