@@ -27,9 +27,7 @@ def plot_loop(result: dict[str, Any], path: Path) -> Path:
 
     rows = result["rows"]
     mixes = list(dict.fromkeys(r["mix"] for r in rows))
-    fig, axes = plt.subplots(
-        1, len(mixes), figsize=(6 * len(mixes), 4.5), squeeze=False
-    )
+    fig, axes = plt.subplots(1, len(mixes), figsize=(6 * len(mixes), 5), squeeze=False)
     for ax, mix in zip(axes[0], mixes, strict=True):
         mine = sorted((r for r in rows if r["mix"] == mix), key=lambda r: r["ratio"])
         x = [r["ratio"] for r in mine]
@@ -51,9 +49,10 @@ def plot_loop(result: dict[str, Any], path: Path) -> Path:
         ax.set_title(mix)
         ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=8, loc="upper right")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=4, fontsize=8)
     fig.suptitle("Training loop: AReaL's staleness bounds vs the original's schedule")
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=110, format="png"))
     plt.close(fig)
     return path

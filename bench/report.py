@@ -103,7 +103,8 @@ def render(
             "",
         ]
     lines += [
-        "Reproduce with `uv run python bench/run.py` (all five, about 12 minutes on 2 cores; "
+        "Reproduce with `uv run python bench/run.py` (all five, 12 to 17 minutes on 2 cores "
+        "depending on the load; "
         "`--only overhead|async|replay|loop|scaling` for some, `--smoke` for toy sizes). "
         "Raw numbers: `bench/results/*.json`.",
         "",

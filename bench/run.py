@@ -1,6 +1,6 @@
 """Run the benchmarks and write ``bench/results/*.json`` and ``bench/results.md``.
 
-uv run python bench/run.py                 # everything (~12 min on 2 cores)
+uv run python bench/run.py                 # everything (12-17 min on 2 cores)
 uv run python bench/run.py --smoke         # toy sizes (~1 min), no targets
 uv run python bench/run.py --only loop     # one benchmark, report refreshed
 
