@@ -45,7 +45,6 @@ async def lockstep_batch(
 ) -> LockstepBatch:
     """Run ``items`` (one batch) turn by turn; returns each question's rows."""
     from memagent_workflow.advantage import group_advantages
-    from memagent_workflow.reward import train_reward
     from memagent_workflow.rows import pad_rows
     from memagent_workflow.workflow import Episode
 
@@ -89,7 +88,7 @@ async def lockstep_batch(
     trajectories, services = [], []
     for q, doc in enumerate(docs):
         episodes = live[q * group : (q + 1) * group]
-        rewards = [train_reward(e.ep.answer, doc.answers) for e in episodes]
+        rewards = [wf.reward_fn(e.ep.answer, doc.answers) for e in episodes]
         advs = group_advantages(rewards, std_norm=wf.adv_std_norm)
         turns = [t for e in episodes for t in e.ep.turns]
         row_advs = [a for e, a in zip(episodes, advs, strict=True) for _ in e.ep.turns]

@@ -49,8 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hf-split",
         default="train",
-        help="use the hub files whose name contains this word (default: train)",
+        help="use the one hub file whose name holds this word (default: train); "
+        "several matching files are an error",
     )
+    p.add_argument("--hf-file", help="use this hub file instead of --hf-split's")
+    p.add_argument("--hf-revision", help="hub branch, tag or commit (default: main)")
     p.add_argument("--output", type=Path, required=True, help="output .jsonl file")
     p.add_argument("--limit", type=int, help="keep only the first N rows")
     p.add_argument("--seed", type=int, default=0, help="seed for --synthetic")
@@ -75,12 +78,19 @@ def _converted_rows(args: argparse.Namespace) -> Iterator[dict]:
         yield from make_synthetic(args.synthetic, args.seed, args.num_docs)
         return
     if args.input is not None:
-        paths = [args.input]
+        path = args.input
+    elif args.hf_file:
+        path = hub.download_file(
+            args.hf_dataset, args.hf_file, revision=args.hf_revision
+        )
     else:
-        paths = hub.download_split(args.hf_dataset, args.hf_split)
-    for path in paths:
-        print(f"reading {path}", file=sys.stderr)
-    yield from training_rows(paths, progress=_progress)
+        path = hub.download_split(args.hf_dataset, args.hf_split, args.hf_revision)
+        print(
+            f"--hf-split {args.hf_split}: using {path.name} of {args.hf_dataset}",
+            file=sys.stderr,
+        )
+    print(f"reading {path}", file=sys.stderr)
+    yield from training_rows([path], progress=_progress)
 
 
 def main(argv: list[str] | None = None) -> int:

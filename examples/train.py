@@ -9,9 +9,11 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from areal.utils import logging
 from areal.utils.saver import Saver
@@ -20,9 +22,12 @@ from datasets import Dataset, load_dataset
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
     load_run_config,
+    warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentTrain")
 
@@ -47,18 +52,51 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
+def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
+    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.memagent.warmup_steps
+    if steps is None or config.actor.optimizer is None:
+        return
+    total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
+    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, total)
+    if steps > total:
+        logger.warning(f"warm-up of {steps} steps is longer than the run ({total})")
+    logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
+
+
+def checked_workflow_kwargs(
+    config: MemAgentGRPOConfig,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Training and validation workflow kwargs, each workflow built once here: a
+    bad prompts file, reward name or token budget fails now, with its message,
+    before any server or worker starts."""
+    train_kwargs = workflow_kwargs(config)
+    eval_kwargs = workflow_kwargs(
+        config,
+        gconfig=config.eval_gconfig,
+        group_size=config.memagent.valid_group_size,
+    )
+    MemAgentWorkflow(**train_kwargs)
+    MemAgentWorkflow(**eval_kwargs)
+    return train_kwargs, eval_kwargs
+
+
 def train(config: MemAgentGRPOConfig) -> None:
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
-    eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with MemAgentPPOTrainer(
+    set_warmup(config, len(train_set))
+    train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
+    trainer_cls = MemAgentPPOTrainer
+    if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
+        from standin.trainer import StandinPPOTrainer as trainer_cls
+    with trainer_cls(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
         trainer.train(
             workflow=WORKFLOW,
-            workflow_kwargs=workflow_kwargs(config),
+            workflow_kwargs=train_kwargs,
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
         )
@@ -75,12 +113,12 @@ def load_config(argv: list[str]) -> MemAgentGRPOConfig:
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
-    if hasattr(config, "standin"):
-        from standin.cpu_job import cpu_job
+    with contextlib.ExitStack() as stack:
+        if hasattr(config, "standin"):
+            from standin.cpu_job import cpu_job
 
-        with cpu_job(config):
-            train(config)
-    else:
+            stack.enter_context(cpu_job(config))
+        stack.enter_context(ray_for(config.scheduler.type))
         train(config)
     logger.info("training finished")
 

@@ -27,17 +27,14 @@ from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
 from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import BadField, parse_row
-from memagent_workflow.prompts import (
-    PromptTemplate,
-    final_answer_template,
-    memory_update_template,
-)
+from memagent_workflow.prompt_file import as_prompt_texts, check_fit
+from memagent_workflow.prompts import PromptTemplate, PromptTexts
 from memagent_workflow.reward import (
     exact_match,
     extract_boxed,
     f1,
+    reward_function,
     sub_em,
-    train_reward,
 )
 from memagent_workflow.rows import Turn, pad_rows
 
@@ -120,7 +117,12 @@ class MemAgentWorkflow(RolloutWorkflow):
         adv_std_norm: bool = False,
         train_final_turn: bool = True,
         initial_memory: str = "No previous memory",
+        reward: str = "original",
+        prompts: PromptTexts | dict[str, str] | str | None = None,
     ):
+        """``prompts``: template texts (as ``workflow_kwargs`` passes them), a
+        prompts file, or None for the built-in wording; ``reward``: a name in
+        ``memagent_workflow.reward.REWARDS``."""
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
         for name, value in [
@@ -149,8 +151,20 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.initial_memory = np.asarray(
             tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
         )
-        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
+        # AReaL adds the pad id, None for a tokenizer without a pad token.
+        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
+        self.reward_fn = reward_function(reward)
+        self.prompts = as_prompt_texts(prompts)
+        check_fit(
+            tokenizer,
+            self.prompts,
+            chunk_tokens=chunk_tokens,
+            max_memory_tokens=max_memory_tokens,
+            max_final_tokens=max_final_tokens,
+            max_tokens=self.gconfig.max_tokens,
+            initial_memory_tokens=len(self.initial_memory),
+        )
 
     # ------------------------------------------------------------------ the task
     async def arun_episode(
@@ -175,7 +189,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             logger.warning(f"item {doc.id}: every episode failed; group rejected")
             return None
 
-        rewards = [train_reward(e.answer, doc.answers) for e in episodes]
+        rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
         self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
 
@@ -199,8 +213,8 @@ class MemAgentWorkflow(RolloutWorkflow):
             chunks=chunks,
             context_tokens=len(ids),
             truncated_tokens=truncated,
-            memory_prompt=memory_update_template(self.tokenizer, question),
-            final_prompt=final_answer_template(self.tokenizer, question),
+            memory_prompt=self.prompts.memory_template(self.tokenizer, question),
+            final_prompt=self.prompts.final_template(self.tokenizer, question),
         )
 
     # --------------------------------------------------------------- one episode
@@ -235,13 +249,20 @@ class MemAgentWorkflow(RolloutWorkflow):
         gconfig: GenerationHyperparameters,
         trainable: bool = True,
     ) -> Turn:
-        """One model call; refuses rather than lets the engine shorten the turn."""
-        if len(prompt) + gconfig.max_new_tokens > gconfig.max_tokens:
+        """One model call; refuses rather than lets the engine shorten the turn.
+
+        SGLang answers 400 unless prompt + max_new_tokens < its context length,
+        which the configs set to ``gconfig.max_tokens``: the same rule here, so a
+        turn SGLang would reject is refused before it is sent (AReaL would retry
+        it and lose the episode).
+        """
+        if len(prompt) + gconfig.max_new_tokens >= gconfig.max_tokens:
             raise ValueError(
                 f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
-                f"tokens exceeds gconfig.max_tokens={gconfig.max_tokens}; raise "
-                "gconfig.max_tokens (and the server's context length) or lower "
-                "memagent.chunk_tokens"
+                f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
+                "needs prompt + max_new_tokens < sglang.context_length = "
+                "gconfig.max_tokens); raise gconfig.max_tokens and "
+                "sglang.context_length or lower memagent.chunk_tokens"
             )
         req = ModelRequest(
             rid=rid,

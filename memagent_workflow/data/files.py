@@ -169,3 +169,25 @@ def write_json(path: str | os.PathLike, obj: Any) -> None:
     """Write one JSON document (indented) atomically."""
     text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
     atomic_write(path, lambda tmp: tmp.write_text(text, "utf-8"))
+
+
+def write_json_list(path: str | os.PathLike, rows: Iterable[dict]) -> int:
+    """Write rows as a JSON list, one row per line, atomically (streamed: a row
+    is serialised, written and dropped). If ``rows`` raises, nothing is written.
+    ``read_records`` streams this layout back. Returns the number of rows."""
+    count = 0
+
+    def write(tmp: Path) -> None:
+        nonlocal count
+        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
+            f.write("[")
+            for row in rows:
+                f.write(
+                    ("\n" if count == 0 else ",\n")
+                    + json.dumps(row, ensure_ascii=False)
+                )
+                count += 1
+            f.write("\n]\n")
+
+    atomic_write(path, write)
+    return count

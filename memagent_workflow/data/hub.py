@@ -8,6 +8,7 @@ what was asked for and why it failed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,29 +28,61 @@ def _failed(what: str, repo_id: str, exc: Exception) -> HubError:
 
 
 def split_files(names: Iterable[str], split: str) -> list[str]:
-    """Readable data files (any folder) whose file name contains ``split``."""
+    """Readable data files (any folder) whose file name holds ``split`` as a word
+    (between non-alphanumerics: "dev" matches ``hotpotqa_dev.parquet``, not
+    ``device.json``)."""
+    word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(split)}(?![A-Za-z0-9])")
     return sorted(
         name
         for name in names
-        if split in name.rsplit("/", 1)[-1] and name.endswith(SUPPORTED_SUFFIXES)
+        if word.search(name.rsplit("/", 1)[-1]) and name.endswith(SUPPORTED_SUFFIXES)
     )
 
 
-def download_split(repo_id: str, split: str, revision: str | None = None) -> list[Path]:
-    """The dataset files of ``repo_id`` whose name contains ``split`` (HF cache)."""
+def list_files(repo_id: str, revision: str | None = None) -> list[str]:
+    """Every file name of dataset ``repo_id`` at ``revision``."""
     from huggingface_hub import HfApi
 
     try:
-        names = HfApi().list_repo_files(repo_id, repo_type="dataset", revision=revision)
+        return HfApi().list_repo_files(repo_id, repo_type="dataset", revision=revision)
     except Exception as exc:  # httpx / HfHubHTTPError / offline mode
         raise _failed("the file list", repo_id, exc) from exc
+
+
+def resolve_revision(repo_id: str, revision: str | None = None) -> str:
+    """The commit hash that ``revision`` (a branch, tag or hash) names now."""
+    from huggingface_hub import HfApi
+
+    try:
+        return HfApi().dataset_info(repo_id, revision=revision).sha
+    except Exception as exc:
+        raise _failed(f"the revision {revision!r}", repo_id, exc) from exc
+
+
+def split_file(names: Iterable[str], split: str) -> str:
+    """The one data file for ``split``; none or several is an error naming them."""
+    names = list(names)
     chosen = split_files(names, split)
+    if len(chosen) == 1:
+        return chosen[0]
     if not chosen:
         raise HubError(
-            f"dataset {repo_id!r} has no .parquet/.jsonl/.json file whose name "
-            f"contains {split!r}; files: {', '.join(sorted(names)) or '(none)'}"
+            f"no .parquet/.jsonl/.json file whose name contains {split!r}; "
+            f"files: {', '.join(sorted(names)) or '(none)'}"
         )
-    return [download_file(repo_id, name, revision=revision) for name in chosen]
+    raise HubError(
+        f"{len(chosen)} files match the split {split!r}: {', '.join(chosen)}; "
+        "pick one with --hf-file NAME"
+    )
+
+
+def download_split(repo_id: str, split: str, revision: str | None = None) -> Path:
+    """The one dataset file of ``repo_id`` whose name holds ``split`` (HF cache)."""
+    try:
+        name = split_file(list_files(repo_id, revision), split)
+    except HubError as exc:
+        raise HubError(f"dataset {repo_id!r}: {exc}") from None
+    return download_file(repo_id, name, revision=revision)
 
 
 def download_file(

@@ -343,9 +343,9 @@ def test_hf_path_converts_the_downloaded_parquet(tmp_path, monkeypatch, capsys):
     )
     calls = []
 
-    def fake_fetch(repo_id, split):
-        calls.append((repo_id, split))
-        return [local]
+    def fake_fetch(repo_id, split, revision):
+        calls.append((repo_id, split, revision))
+        return local
 
     monkeypatch.setattr(hub, "download_split", fake_fetch)
     out = tmp_path / "dev.jsonl"
@@ -353,7 +353,8 @@ def test_hf_path_converts_the_downloaded_parquet(tmp_path, monkeypatch, capsys):
         capsys, "--hf-dataset", "org/hotpotqa", "--hf-split", "dev", "--output", out
     )
     assert code == 0, err
-    assert calls == [("org/hotpotqa", "dev")]
+    assert calls == [("org/hotpotqa", "dev", None)]
+    assert "--hf-split dev: using hotpotqa_dev.parquet of org/hotpotqa" in err
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
         "0",
         "1",
@@ -371,6 +372,16 @@ def test_hub_files_are_chosen_by_split_word():
     assert hub.split_files(names, "train") == ["hotpotqa_train_32k.parquet"]
     assert hub.split_files(names, "dev") == ["hotpotqa_dev.parquet"]
     assert hub.split_files(names, "eval_200") == ["eval_200.json"]
+    assert hub.split_files(["device.json", "hotpotqa_devset.json"], "dev") == []
+
+
+def test_a_split_must_pick_exactly_one_file():
+    names = ["hotpotqa_train_32k.parquet", "hotpotqa_dev.parquet"]
+    assert hub.split_file(names, "train") == "hotpotqa_train_32k.parquet"
+    with pytest.raises(
+        hub.HubError, match="2 files match the split 'train'.*--hf-file"
+    ):
+        hub.split_file([*names, "hotpotqa_train_full.json"], "train")
 
 
 def test_fetch_hub_files_downloads_the_matching_files(tmp_path, monkeypatch):
@@ -391,9 +402,9 @@ def test_fetch_hub_files_downloads_the_matching_files(tmp_path, monkeypatch):
         ],
     )
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    assert hub.download_split("org/hq", "train") == [
+    assert hub.download_split("org/hq", "train") == (
         tmp_path / "hotpotqa_train_32k.parquet"
-    ]
+    )
     assert downloads == [("org/hq", "hotpotqa_train_32k.parquet", "dataset")]
     with pytest.raises(
         hub.HubError,
