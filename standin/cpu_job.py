@@ -170,6 +170,7 @@ def local_ray(num_cpus: int) -> Iterator[None]:
         yield
     finally:
         ray.shutdown()
+        logger.info("stopped the local Ray instance")
 
 
 def ensure_synthetic_eval(config: StandinEvalConfig) -> None:

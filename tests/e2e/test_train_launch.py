@@ -20,6 +20,7 @@ import shutil
 import pytest
 from transformers import AutoModelForCausalLM
 
+from examples.train import load_config
 from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
@@ -140,8 +141,11 @@ def test_step_two_rollouts_carry_version_one(run):
     assert first["rows"] > 0 and second["rows"] > 0
 
 
-def test_the_server_takes_its_context_length_from_the_config(run):
-    assert report_of(run)["context_length"] == 1024  # sglang.context_length
+def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
+    config = load_config(
+        ["--config", "config_cpu.yaml", f"cluster.fileroot={tmp_path}"]
+    )
+    assert report_of(run)["context_length"] == config.sglang.context_length
 
 
 def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):
@@ -159,4 +163,5 @@ def test_validation_ran_on_the_eval_rollout_worker(local_disk):
 
 def test_ray_started_and_stopped_its_own_instance(ray_disk):
     assert "started a local Ray instance with 2 CPUs" in ray_disk.log
+    assert "stopped the local Ray instance" in ray_disk.log
     assert "RayScheduler" in ray_disk.log and "LocalScheduler" not in ray_disk.log

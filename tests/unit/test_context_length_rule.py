@@ -30,13 +30,18 @@ def tokenizer(tiny_model_dir):
 
 
 def turn(tokenizer, prompt_len: int, max_new: int, max_tokens: int):
-    gconfig = GenerationHyperparameters(max_tokens=max_tokens)
+    """One model call of ``prompt_len`` + ``max_new`` tokens in a window of
+    ``max_tokens`` (the workflow itself is built for a large window)."""
     wf = MemAgentWorkflow(
-        gconfig=gconfig, tokenizer=tokenizer, group_size=1, max_memory_tokens=max_new
+        gconfig=GenerationHyperparameters(max_tokens=8192),
+        tokenizer=tokenizer,
+        group_size=1,
+        chunk_tokens=64,
     )
+    gconfig = wf.gconfig.new(max_new_tokens=max_new, max_tokens=max_tokens)
     engine = FakeEngine(tokenizer, lambda ep: "\\boxed{x}")
     prompt = np.full(prompt_len, 5, dtype=np.int32)
-    return asyncio.run(wf.generate(engine, "rid", prompt, wf.memory_gconfig))
+    return asyncio.run(wf.generate(engine, "rid", prompt, gconfig))
 
 
 def test_a_turn_that_exactly_fills_the_window_is_refused(tokenizer):
@@ -53,7 +58,9 @@ def test_a_tokenizer_without_a_pad_token(tokenizer):
     no_pad = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
     no_pad.pad_token = None
     gconfig = GenerationHyperparameters(max_tokens=4096)
-    wf = MemAgentWorkflow(gconfig=gconfig, tokenizer=no_pad, group_size=1)
+    wf = MemAgentWorkflow(
+        gconfig=gconfig, tokenizer=no_pad, group_size=1, chunk_tokens=64
+    )
     assert None in wf.gconfig.stop_token_ids
     assert wf.stop_ids == {no_pad.eos_token_id}
 

@@ -230,7 +230,7 @@ def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
         tokenizer, gconfig=GenerationHyperparameters(max_tokens=fits), group_size=1
     )
     item = dict(ITEM, question="Which river flows north? " * 40)
-    with pytest.raises(ValueError, match="exceeds gconfig.max_tokens"):
+    with pytest.raises(ValueError, match="reaches gconfig.max_tokens"):
         asyncio.run(
             wf.run_episode(
                 FakeEngine(tokenizer, answers(set())),
