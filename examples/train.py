@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-from areal import PPOTrainer
 from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from areal.utils.saver import Saver
@@ -27,6 +26,7 @@ from memagent_workflow.config import (
     config_sections,
     workflow_kwargs,
 )
+from memagent_workflow.trainer import MemAgentPPOTrainer
 
 logger = logging.getLogger("MemAgentTrain")
 
@@ -51,8 +51,13 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
+def _total(s: dict, key: str) -> int:
+    """A per-group mean times its count: the step's total."""
+    return round(s.get(key, 0.0) * s.get(f"{key}__count", 0))
+
+
 class StepReport:
-    """One line per step (reward, rows, staleness, timings), also as JSONL."""
+    """One line per step (reward, rows, staleness, losses, faults, timings), as JSONL."""
 
     def __init__(self, commit, path: str):
         self.commit, self.path, self.start = commit, path, time.perf_counter()
@@ -70,6 +75,11 @@ class StepReport:
             "oldest_rollout_version": s.get("rollout/memagent/oldest_version"),
             "memory_tokens": s.get("rollout/memagent/memory_tokens"),
             "grad_norm": s.get("ppo_actor/update/grad_norm"),
+            "actor_loss": s.get("ppo_actor/update/actor_loss/avg"),
+            "lr": s.get("ppo_actor/update/lr"),
+            "groups_rejected": int(s.get("rollout/rejected__count", 0)),
+            "episodes_failed": _total(s, "rollout/memagent/episodes_failed"),
+            "calls_retried": _total(s, "rollout/memagent/calls_retried"),
             "eval_sub_em": s.get("eval-rollout/memagent/sub_em"),
             "timing_s": {
                 k.removeprefix("timeperf/"): round(v, 2)
@@ -82,7 +92,9 @@ class StepReport:
         logger.info(
             f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
             f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-            f"max {line['staleness_max'] or 0:.0f} | rollout {t.get('rollout', 0)}s "
+            f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
+            f"rejected, {line['episodes_failed']} episodes failed, "
+            f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
             f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
         )
         with open(self.path, "a") as f:
@@ -95,7 +107,7 @@ def train(config: MemAgentGRPOConfig) -> None:
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with PPOTrainer(
+    with MemAgentPPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
         if int(os.environ.get("RANK", "0")) == 0:

@@ -143,7 +143,8 @@ class QuestionLedger:
         self.pulled_this_step = 0
         if self.log_path is not None:
             ids = [self.question_id(i) for i in indices]
-            line = {"step": self.steps, "epoch": self.epoch, "questions": ids}
+            epoch = self.steps // max(1, len(self))  # AReaL's count, not the loader's
+            line = {"step": self.steps, "epoch": epoch, "questions": ids}
             os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
             with open(self.log_path, "a", encoding="utf-8") as f:
                 f.write(json.dumps(line) + "\n")
