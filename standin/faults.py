@@ -31,6 +31,7 @@ from aiohttp import web
 logger = logging.getLogger("StandinFaults")
 
 KINDS = ("error", "reset", "delay")
+_pending: set[asyncio.Task] = set()  # background event writes, kept referenced
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -137,28 +138,40 @@ class EventLog:
             f.write(json.dumps(event) + "\n")
 
 
-def event_middleware(log: EventLog, digest: Callable[[], Awaitable[str]]) -> Any:
-    """aiohttp middleware logging every POST (and the weights after an update)."""
+def event_middleware(
+    log: EventLog, digest: Callable[[], Awaitable[tuple[str, str]]]
+) -> Any:
+    """aiohttp middleware logging every POST (and the weights after an update).
+
+    ``digest()``: the path the served weights were loaded from and their sha256.
+    """
+
+    async def log_with_digest(event: dict[str, Any]) -> None:
+        event["model_path"], event["digest"] = await digest()
+        log.write(**event)
 
     @web.middleware
     async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method != "POST":
             return await handler(request)
         event: dict[str, Any] = {"t": time.time(), "path": request.path}
-        if request.path == "/update_weights_from_disk":
-            body = await request.json()
-            event["model_path"] = body.get("model_path")
         try:
             response = await handler(request)
         except BaseException as exc:
             event.update(status=None, fault=request.get("fault"), error=repr(exc))
             log.write(**event)
             raise
-        event.update(status=response.status, fault=request.get("fault"))
+        event.update(
+            status=response.status, fault=request.get("fault"), t_done=time.time()
+        )
         if request.path == "/update_weights_from_disk" and response.status == 200:
-            event["digest"] = await digest()
-        event["t_done"] = time.time()
-        log.write(**event)
+            # Off the response path: the digest runs in the engine thread after
+            # the update, before any later one, and must not delay the answer.
+            task = asyncio.get_running_loop().create_task(log_with_digest(event))
+            _pending.add(task)
+            task.add_done_callback(_pending.discard)
+        else:
+            log.write(**event)
         return response
 
     return record
@@ -176,7 +189,9 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     )
 
 
-def middlewares(args: argparse.Namespace, digest: Callable[[], Awaitable[str]]):
+def middlewares(
+    args: argparse.Namespace, digest: Callable[[], Awaitable[tuple[str, str]]]
+) -> list:
     """The middlewares ``args`` ask for (the event log outermost)."""
     out = []
     if args.event_log:

@@ -241,8 +241,8 @@ async def serve(args: argparse.Namespace) -> None:
     )
     engine.start()
 
-    async def digest() -> str:
-        fn = lambda: weights_digest(engine.model)  # noqa: E731
+    async def digest() -> tuple[str, str]:
+        fn = lambda: (engine.model_path, weights_digest(engine.model))  # noqa: E731
         return await asyncio.wrap_future(engine.run_command(fn))
 
     app = build_app(engine, faults.middlewares(args, digest))

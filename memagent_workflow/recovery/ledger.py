@@ -17,8 +17,8 @@ every row of the group (see `MemAgentWorkflow.arun_episode`).
 
 It also bounds the wait for a batch: AReaL replaces a rejected group by pulling
 another question, forever, so with every server gone a run would churn through
-its data without end. A step that has pulled a whole batch more than it can
-legitimately hold in flight raises `RolloutStalled` instead.
+its data without end. A step that has pulled a whole batch more than AReaL can
+hold in flight raises `RolloutStalled` instead.
 """
 
 from __future__ import annotations
@@ -123,16 +123,22 @@ class QuestionLedger:
         return [self.dataset[i] for i in indices]
 
     def guard(self, n: int) -> None:
-        """Raise `RolloutStalled` if pulling ``n`` more makes a whole extra batch."""
-        limit = (self.prefetch_batches + 2) * self.batch_size
-        if self.pulled_this_step + n > limit:
+        """Raise `RolloutStalled` once this step has pulled a batch too many.
+
+        Without rejections AReaL holds at most ``prefetch + 1`` batches queued
+        and as many running or finished (its staleness window), so pulling more
+        than that plus one batch since the last batch came back means at least a
+        batch worth of groups was rejected in this step.
+        """
+        in_flight = 2 * (self.prefetch_batches + 1) * self.batch_size
+        if self.pulled_this_step + n > in_flight + self.batch_size:
             raise RolloutStalled(
                 f"step {self.steps}: {self.pulled_this_step} questions handed to "
-                f"rollout without a batch of {self.batch_size} groups coming back "
-                f"(at most {(self.prefetch_batches + 1) * self.batch_size} can be in "
-                "flight): the groups are being rejected, so every episode fails. "
-                "Either the inference servers are down or unreachable, or every "
-                "episode fails for another reason (see the workflow's warnings)."
+                f"rollout and no batch of {self.batch_size} groups came back (at "
+                f"most {in_flight} can be in flight): the groups are being "
+                "rejected, so their episodes fail. Either the inference servers "
+                "are down or unreachable, or every episode fails for another "
+                "reason (see the workflow's warnings)."
             )
 
     # ------------------------------------------------------------ trained rows

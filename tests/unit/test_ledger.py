@@ -95,9 +95,13 @@ def test_a_run_resumed_in_a_later_epoch_keeps_that_epochs_shuffle():
 def test_a_step_that_keeps_pulling_questions_stops_with_a_clear_error():
     book = ledger(prefetch=1)
     source = items(book)
-    pull(source, 6)  # the batch, a prefetched one and one replacement batch
+    pull(source, 10)  # two batches queued, two in flight, one batch rejected
     with pytest.raises(RolloutStalled, match="servers are down"):
         pull(source, 1)
+    book = ledger(prefetch=1)
+    source = items(book)
+    for _ in range(3):  # a batch back each time: never stalled
+        book.mark_trained(pull(source, 10)[:BATCH])
 
 
 def test_every_trained_batch_is_logged_with_its_question_ids(tmp_path):
