@@ -125,6 +125,14 @@ class MemAgentPPOTrainer(PPOTrainer):
                 "left to train (start a new trial_name to train again)"
             )
 
+    def train(self, *args: Any, **kwargs: Any) -> None:
+        """AReaL's training loop; if it dies, say what a rerun will resume from."""
+        try:
+            super().train(*args, **kwargs)
+        except BaseException:
+            logger.error(f"Training stopped. {self._resume_advice()}")
+            raise
+
     def _track_trained_questions(self) -> None:
         """Tell the ledger which questions each step's batch holds."""
         inner = self.actor.prepare_batch
@@ -133,25 +141,24 @@ class MemAgentPPOTrainer(PPOTrainer):
             try:
                 batch = inner(dataloader, *args, **kwargs)
             except RolloutStalled as exc:
-                raise RolloutStalled(f"{exc} {self._stall_advice()}") from None
+                servers = getattr(self.rollout, "addresses", None) or []
+                raise RolloutStalled(f"{exc} Servers: {', '.join(servers)}.") from None
             if isinstance(dataloader, QuestionLedger):
                 dataloader.mark_trained(question_indices(batch))
             return batch
 
         self.actor.prepare_batch = prepare_batch
 
-    def _stall_advice(self) -> str:
-        servers = getattr(self.rollout, "addresses", None)
-        where = f" Servers: {', '.join(servers)}." if servers else ""
+    def _resume_advice(self) -> str:
         if self.config.recover.mode in ("disabled", "off"):
-            return (
-                f"The run stops here.{where} recover.mode is off: a rerun starts over."
-            )
+            return "recover.mode is off: a rerun starts over."
         step = self.recover_handler.last_step_info.global_step
         if step < 0 and self.recover_info is not None:
             step = self.recover_info.last_step_info.global_step
-        ckpt = f"global step {step}" if step >= 0 else "none yet (a rerun starts over)"
+        if step < 0:
+            return "No recover checkpoint yet: a rerun starts over."
         return (
-            f"The run stops here.{where} Last recover checkpoint: {ckpt}. Once the "
-            "servers answer again, rerun the same command to resume from it."
+            f"Last recover checkpoint: global step {step}. Once the cause is fixed "
+            "(e.g. the inference servers answer again), rerun the same command to "
+            "resume from it; steps after it are redone."
         )

@@ -90,9 +90,10 @@ class QuestionLedger:
 
     def __iter__(self) -> Iterator[list[dict[str, Any]]]:
         """The rest of the current epoch (after any replayed questions)."""
-        replay, self.replay = self.replay, []
-        for start in range(0, len(replay), self.batch_size):
-            yield self._hand_out(replay[start : start + self.batch_size], True)
+        while self.replay:  # kept in self.replay until handed out (state_dict)
+            batch = self.replay[: self.batch_size]
+            self.replay = self.replay[self.batch_size :]
+            yield self._hand_out(batch, True)
         order = self.epoch_order()
         while self.position + self._min_batch() <= len(order):
             batch = order[self.position : self.position + self.batch_size]
@@ -163,12 +164,14 @@ class QuestionLedger:
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to go on where this one is."""
+        untrained = [(i, self.epoch) for i in self.replay]  # from the last resume
+        untrained += [(i, e) for i, e in self.outstanding.items()]
         return {
             "version": STATE_VERSION,
             "epoch": self.epoch,
             "position": self.position,
             "steps": self.steps,
-            "outstanding": [[i, e] for i, e in self.outstanding.items()],
+            "outstanding": [[i, e] for i, e in untrained],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

@@ -177,6 +177,8 @@ def chain(tiny_model_dir, tmp_path_factory):
     finally:
         chain.server.stop()
     chain.events.poll()
+    runs = [{**r, "log": str(r["log"])} for r in chain.runs]
+    (out / "chain.json").write_text(json.dumps(runs))  # for post-mortems
     return chain
 
 
@@ -219,7 +221,7 @@ def test_optimizer_and_schedule_come_back_as_saved(chain):
         assert restored["scheduler_step"] == resumed_from(run["log"]) + 1
     # The LR of every step follows one warm-up over the epoch, never restarting.
     for s in (s for r in chain.runs for s in r["lines"]):
-        assert s["lr"] == pytest.approx(LR * (s["step"] - 1) / STEPS, abs=1e-12)
+        assert s["lr"] == pytest.approx(LR * (s["step"] - 1) / STEPS, rel=1e-6)
 
 
 def test_the_epoch_trains_every_question_exactly_once(chain):
@@ -262,4 +264,8 @@ def test_a_server_gone_for_good_stops_the_run_with_a_clear_error(chain):
     run = next(r for r in chain.runs if r["stop"] == "server")
     assert run["stopped_after_s"] < STALL_BOUND_S
     text = run["log"].read_text()
-    assert "RolloutStalled" in text and "rerun the same command" in text
+    # Found in a rollout (the stall guard) or in the next weight update (AReaL's
+    # own client error, naming the server); either way the advice follows.
+    assert "RolloutStalled" in text or "Cannot connect to host" in text
+    assert "Training stopped. Last recover checkpoint: global step" in text
+    assert "rerun the same command" in text

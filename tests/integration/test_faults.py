@@ -21,7 +21,9 @@ TIMEOUT = 2.0  # rollout.request_timeout: a delayed call is a stalled server
 
 
 def events(path):
-    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    return (
+        [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+    )
 
 
 def faulty(tiny_model_dir, tmp_path, name, spec=FAULTS):

@@ -79,6 +79,23 @@ def test_a_resumed_run_trains_every_question_of_the_epoch_exactly_once():
     assert second.steps == 2
 
 
+def test_a_run_killed_again_while_replaying_loses_nothing():
+    first = ledger(prefetch=1)
+    source = items(first)
+    handed = pull(source, 8)
+    first.mark_trained(handed[:2])
+    second = ledger(prefetch=1)
+    second.load_state_dict(first.state_dict())
+    source = items(second)
+    assert pull(source, 2) == handed[2:4]  # 4 more wait to be replayed
+    second.mark_trained(handed[2:4])
+    third = ledger(prefetch=1)
+    third.load_state_dict(second.state_dict())  # killed mid-replay
+    rest = pull(items(third), 6)
+    assert rest[:4] == handed[4:8]
+    assert sorted(handed[:4] + rest) == list(range(10))
+
+
 def test_a_run_resumed_in_a_later_epoch_keeps_that_epochs_shuffle():
     straight = ledger(prefetch=0)
     source = items(straight)
