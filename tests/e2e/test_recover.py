@@ -143,7 +143,8 @@ class Chain:
             proc.wait(timeout=STALL_BOUND_S)
             run["stopped_after_s"] = time.monotonic() - killed
             self.start_server()
-        run["rc"] = proc.wait(timeout=60)
+        run["rc"] = proc.wait(timeout=300)
+        run["exited"] = time.time()
         run["lines"] = read_jsonl(self.log_file("steps.jsonl"))[run["first_line"] :]
         self.runs.append(run)
         return run
