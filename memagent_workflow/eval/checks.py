@@ -39,7 +39,9 @@ def run_config(config: MemAgentEvalConfig) -> dict[str, Any]:
         "memagent": {
             k: v
             for k, v in asdict(config.memagent).items()
-            if k not in ("group_size", "adv_std_norm", "train_final_turn")
+            # training-only keys, and how long a failed call is retried
+            if k
+            not in ("group_size", "adv_std_norm", "train_final_turn", "engine_retry_s")
         },
         "sampling": {
             "temperature": g.temperature,

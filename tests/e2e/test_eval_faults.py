@@ -30,7 +30,7 @@ def evaluate(root: Path, server: StandinServer, model: Path, *overrides: str) ->
             "--config", str(REPO / "config_eval_cpu.yaml"),
             f"eval.data_root={root / 'data'}", f"eval.lengths=[{N}]",
             f"eval.output_dir={root / 'out'}", f"actor.path={model}",
-            "eval.concurrency=2", f"standin.server_addr={server.addr}",
+            "eval.concurrency=2", f"+standin.server_addr={server.addr}",
             "memagent.max_memory_tokens=8", "memagent.max_final_tokens=8",
             "gconfig.max_new_tokens=8", "rollout.request_timeout=2",
             f"cluster.fileroot={root / 'areal'}",
@@ -54,7 +54,7 @@ def runs(tiny_model_dir, tmp_path_factory):
     )  # fmt: skip
     jsonl = root / "out" / f"length_{N}.jsonl"
     with server:
-        no_retries = ("rollout.request_retries=1", "memagent.engine_retry_s=0")
+        no_retries = ("+rollout.request_retries=1", "memagent.engine_retry_s=0")
         evaluate(root, server, tiny_model_dir, *no_retries, "eval.max_retries=0")
         first = results.read_records(jsonl)
         lines_first = len(jsonl.read_text().splitlines())
