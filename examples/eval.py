@@ -25,18 +25,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import config_sections, workflow_kwargs
+from memagent_workflow.config import load_run_config
+from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
+    check_workflow,
     prepare_output,
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -63,6 +66,11 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
     rollout.check_trajectory_format = False  # the workflow returns plain records
     with contextlib.ExitStack() as stack:
         if config.scheduler.type is not None:
+            if hasattr(config, "standin"):  # what a cluster provides: model, Ray
+                from standin.cpu_job import single_controller
+
+                stack.enter_context(single_controller(config))
+            stack.enter_context(ray_for(config.scheduler.type))
             engine = launch_sglang(config)
         else:
             addrs = [
@@ -87,7 +95,10 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
 
 
 def launch_sglang(config: MemAgentEvalConfig) -> Any:
-    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``."""
+    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``.
+
+    A CPU run (a ``standin:`` section) launches the stand-in the same way.
+    """
     from areal.api.alloc_mode import ModelAllocation
     from areal.api.cli_args import SGLangConfig
     from areal.engine import RemoteSGLangEngine
@@ -101,11 +112,21 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
         raise EvalRefused(
             f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
         )
-    scheduler = kinds[config.scheduler.type](exp_config=config)
-    server_args = SGLangConfig.build_args(
-        sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
-    )
-    engine = RemoteSGLangEngine.as_controller(config.rollout, scheduler)
+    kwargs = {}
+    if hasattr(config, "standin"):  # a loaded 2-core machine starts workers slowly
+        kwargs["startup_timeout"] = config.standin.startup_timeout
+    scheduler = kinds[config.scheduler.type](exp_config=config, **kwargs)
+    if hasattr(config, "standin"):
+        from standin.backend import StandinSGLangEngine as engine_cls
+        from standin.launch import server_args_of
+
+        server_args = server_args_of(config.sglang)
+    else:
+        engine_cls = RemoteSGLangEngine
+        server_args = SGLangConfig.build_args(
+            sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
+        )
+    engine = engine_cls.as_controller(config.rollout, scheduler)
     engine.initialize(role="eval-rollout", server_args=server_args)
     return engine
 
@@ -114,14 +135,17 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
 
 
 def run_length(
-    engine: Any, config: MemAgentEvalConfig, n: int, answers: dict[str, list[str]]
+    engine: Any,
+    config: MemAgentEvalConfig,
+    n: int,
+    answers: dict[str, list[str]],
+    kwargs: dict[str, Any],
 ) -> None:
     """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
     ev = config.eval
     out_path = results.results_path(ev.output_dir, n)
     done = results.scored_ids(results.read_records(out_path))
     todo = {i for i in answers if i not in done}
-    kwargs = workflow_kwargs(config, gconfig=config.gconfig, max_retries=ev.max_retries)
     bar = tqdm(
         total=len(answers),
         initial=len(answers) - len(todo),
@@ -199,7 +223,9 @@ def stream(
 
 
 def write_summary(
-    config: MemAgentEvalConfig, ids: dict[int, dict[str, list[str]]]
+    config: MemAgentEvalConfig,
+    ids: dict[int, dict[str, list[str]]],
+    kinds: dict[int, str | None],
 ) -> dict:
     """summary.json, results.md and accuracy.png from what is on disk."""
     ev, g, mem = config.eval, config.gconfig, config.memagent
@@ -211,25 +237,31 @@ def write_summary(
             f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
             f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
-            f"max_chunks {mem.max_chunks or 'none'}"
+            f"max_chunks {mem.max_chunks or 'none'}, "
+            f"prompts {load_prompts(mem.prompts).source}"
         ),
     }
     summary = results.summarize(
         ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
     )
+    built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
+    for row in summary["lengths"]:
+        row["set"] = kinds.get(row["length"])
+    if built:
+        summary["meta"]["note"] = (
+            f"N={built}: {sets.BUILT_SET} sets built locally by prepare_eval_data.py "
+            "--build (the official questions, documents sampled here), not the "
+            "official sets"
+        )
     summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
-    results.write_json_atomic(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
+    write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
     return summary
 
 
 def load_config(argv: list[str]) -> MemAgentEvalConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config_cls = MemAgentEvalConfig
-    if "standin" in config_sections(argv):
-        from standin.config import StandinEvalConfig as config_cls
-    config, _ = load_expr_config(argv, config_cls)
-    return config
+    return load_run_config(argv, MemAgentEvalConfig, "standin.config.StandinEvalConfig")
 
 
 def main(argv: list[str]) -> None:
@@ -245,9 +277,12 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
     if hasattr(config, "standin"):
         from standin.cpu_job import ensure_synthetic_eval
+        from standin.tiny_model import build_tiny_model
 
         ensure_synthetic_eval(config)
-    ids = scan_lengths(config)
+        build_tiny_model(config.actor.path, seed=config.standin.seed)
+    kwargs = check_workflow(config)
+    ids, kinds = scan_lengths(config)
     out = prepare_output(config)
     todo = [
         n
@@ -258,15 +293,16 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     if todo:
         with open_engine(config) as engine:
             for n in todo:
-                run_length(engine, config, n, ids[n])
-                write_summary(config, ids)
+                run_length(engine, config, n, ids[n], kwargs)
+                write_summary(config, ids, kinds)
     else:
         logger.info("every sample is already scored; rewriting the summary only")
-    summary = write_summary(config, ids)
+    summary = write_summary(config, ids, kinds)
     for row in summary["lengths"]:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "
             + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
+            + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
         )
     logger.info(f"results in {config.eval.output_dir}/results.md")
 

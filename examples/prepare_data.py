@@ -26,7 +26,10 @@ import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from memagent_workflow.data import synthetic, training
+from memagent_workflow.data import hub
+from memagent_workflow.data.files import DataError, write_jsonl
+from memagent_workflow.data.synthetic import make_synthetic
+from memagent_workflow.data.training import training_rows
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,8 +49,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--hf-split",
         default="train",
-        help="use the hub files whose name contains this word (default: train)",
+        help="use the one hub file whose name holds this word (default: train); "
+        "several matching files are an error",
     )
+    p.add_argument("--hf-file", help="use this hub file instead of --hf-split's")
+    p.add_argument("--hf-revision", help="hub branch, tag or commit (default: main)")
     p.add_argument("--output", type=Path, required=True, help="output .jsonl file")
     p.add_argument("--limit", type=int, help="keep only the first N rows")
     p.add_argument("--seed", type=int, default=0, help="seed for --synthetic")
@@ -69,17 +75,22 @@ def _progress(rows: Iterable, desc: str) -> Iterator:
 
 def _converted_rows(args: argparse.Namespace) -> Iterator[dict]:
     if args.synthetic is not None:
-        yield from synthetic.make_synthetic(args.synthetic, args.seed, args.num_docs)
+        yield from make_synthetic(args.synthetic, args.seed, args.num_docs)
         return
     if args.input is not None:
-        paths = [args.input]
+        path = args.input
+    elif args.hf_file:
+        path = hub.download_file(
+            args.hf_dataset, args.hf_file, revision=args.hf_revision
+        )
     else:
-        paths = training.fetch_hub_files(args.hf_dataset, args.hf_split)
-    seen: dict[str, str] = {}  # ids must be unique across all files
-    for path in paths:
-        print(f"reading {path}", file=sys.stderr)
-        labelled = _progress(training.load_rows(path), desc=Path(path).name)
-        yield from training.iter_converted(labelled, str(path), seen)
+        path = hub.download_split(args.hf_dataset, args.hf_split, args.hf_revision)
+        print(
+            f"--hf-split {args.hf_split}: using {path.name} of {args.hf_dataset}",
+            file=sys.stderr,
+        )
+    print(f"reading {path}", file=sys.stderr)
+    yield from training_rows([path], progress=_progress)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,11 +106,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--num-docs must be >= 2, got {args.num_docs}")
     rows = itertools.islice(_converted_rows(args), args.limit)
     try:
-        count = training.write_jsonl_atomic(rows, args.output)
-    except training.DataError as exc:
+        count = write_jsonl(args.output, rows)
+    except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except training.HubError as exc:
+    except hub.HubError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"wrote {count} rows to {args.output}", file=sys.stderr)

@@ -1,12 +1,18 @@
-"""Report, download or build the RULER-HQA evaluation files ``eval_{N}.json``.
+"""Report, download, expand or build the RULER-HQA evaluation files ``eval_{N}.json``.
 
     # which files are present (exit 0 if all, 1 if some are missing)
     python examples/prepare_eval_data.py --data-root data/ruler_hqa
-    # fetch the missing hub files (N = 50 ... 6400 documents); --force refetches
-    python examples/prepare_eval_data.py --download [--lengths "50 200"]
-    # build longer sets locally from hotpot_dev_distractor_v1.json
-    python examples/prepare_eval_data.py --build 12800 25600 \\
-        --source hotpot_dev_distractor_v1.json --seed 42 [--num-questions 128]
+    # fetch the official files the hub holds (N = 50 ... 6400, and the index-only
+    # 12800 / 25600), expanding index-only ones to text with --source
+    python examples/prepare_eval_data.py --download [--lengths "50 200"] \\
+        [--revision COMMIT] [--source hotpot_dev_distractor_v1.json]
+    # expand an index-only official file to text (other fields kept)
+    python examples/prepare_eval_data.py --expand eval_25600.json \\
+        --source hotpot_dev_distractor_v1.json --output data/ruler_hqa/eval_25600.json
+    # build RULER-HQA-style sets for lengths the hub lacks (the official questions,
+    # documents sampled locally: not official sets)
+    python examples/prepare_eval_data.py --build 51200 \\
+        --source hotpot_dev_distractor_v1.json --seed 42 [--indices-from FILE]
 
 Errors print one line to stderr and exit with status 2.
 """
@@ -16,9 +22,10 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 
 from memagent_workflow.eval import build as eval_build
-from memagent_workflow.eval import sets
+from memagent_workflow.eval import expand, sets
 
 
 def _lengths(text: str) -> list[int]:
@@ -37,31 +44,96 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n", 1)[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        epilog="Without --download or --build, only report present/missing files "
-        "(exit 0 if all present, 1 otherwise). Errors exit with 2.",
+        epilog="Without --download, --expand or --build, only report present/missing "
+        "files (exit 0 if all present, 1 otherwise). Errors exit with 2.",
     )
     p.add_argument("--data-root", default="data/ruler_hqa", help="folder of eval files")
     p.add_argument(
         "--lengths",
         type=_lengths,
-        default=list(sets.DEFAULT_LENGTHS),
-        help='documents per sample, e.g. "50 200" or "50,200" (default: the 8 hub sets)',
+        help='documents per sample, e.g. "50 200" (default: the 8 full-text hub '
+        "sets; with --download also the index-only 12800 and 25600)",
     )
     mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--download", action="store_true", help="fetch missing files")
+    mode.add_argument("--download", action="store_true", help="fetch official files")
+    mode.add_argument(
+        "--expand",
+        type=Path,
+        metavar="INDEX_ONLY.json",
+        help="write --output: this file with its document indices expanded to text",
+    )
     mode.add_argument(
         "--build",
         type=int,
         nargs="+",
         metavar="N",
-        help="build eval_N.json locally from --source (e.g. 12800 25600)",
+        help="build RULER-HQA-style eval_N.json from --source (e.g. 51200)",
     )
     p.add_argument("--force", action="store_true", help="with --download: refetch all")
     p.add_argument("--repo-id", default=sets.HUB_REPO_ID, help="HF dataset repo")
-    p.add_argument("--source", help="HotpotQA dev file (JSON list or JSONL)")
+    p.add_argument(
+        "--revision",
+        default=sets.HUB_REVISION,
+        help="hub branch, tag or commit to download (default: %(default)s; the "
+        "commit it resolves to is printed and recorded in hub_download.json)",
+    )
+    p.add_argument("--source", type=Path, help="HotpotQA dev file (JSON list/JSONL)")
+    p.add_argument("--output", type=Path, help="with --expand: the file to write")
     p.add_argument("--seed", type=int, help="seed for --build (required with it)")
-    p.add_argument("--num-questions", type=int, default=128, help="for --build")
+    p.add_argument(
+        "--indices-from",
+        type=Path,
+        help="with --build: official file whose 'index' fields give the questions "
+        "(default: {data-root}/eval_200.json)",
+    )
     return p
+
+
+def _download(args: argparse.Namespace) -> None:
+    lengths = args.lengths or list(sets.OFFICIAL_LENGTHS)
+    r = sets.download(
+        args.data_root, lengths, args.repo_id, args.revision, args.force, args.source
+    )
+    print(f"dataset {r['repo_id']} at revision {r['revision']} = commit {r['commit']}")
+    for path in r["written"]:
+        kind = "index-only" if path in r["index_only"] else "text"
+        print(f"downloaded {path} ({kind})")
+    for path in r["skipped"]:
+        print(f"kept {path} (present; --force refetches)")
+    for path in r["index_only"]:
+        print(
+            f"{path} holds document indices: expand it with --expand {path} "
+            f"--source hotpot_dev_distractor_v1.json --output {path}"
+        )
+    if r["not_on_hub"]:
+        names = ", ".join(f"eval_{n}.json" for n in r["not_on_hub"])
+        print(
+            f"not on the hub at this commit: {names} (--build makes RULER-HQA-style "
+            "sets, not official ones)"
+        )
+
+
+def _build(args: argparse.Namespace) -> None:
+    if args.source is None or args.seed is None:
+        raise sets.EvalDataError("--build needs --source and --seed")
+    if any(n <= 0 for n in args.build):
+        raise sets.EvalDataError("--build lengths must be positive")
+    indices_from = args.indices_from or sets.eval_file(args.data_root, 200)
+    if not Path(indices_from).is_file():
+        raise sets.EvalDataError(
+            f"{indices_from}: not found; --build takes its questions from an official "
+            "file's 'index' fields: download one (--download --lengths 200) or pass "
+            "--indices-from"
+        )
+    indices = eval_build.official_indices(indices_from)
+    for path in eval_build.build(
+        args.build, args.source, args.seed, args.data_root, indices
+    ):
+        print(
+            f"wrote {path}: {sets.BUILT_SET} (the {len(indices)} official questions of "
+            f"{indices_from}, documents sampled here with seed {args.seed}; not an "
+            "official set)"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,21 +145,18 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     try:
         if args.build:
-            if args.source is None or args.seed is None:
-                raise sets.EvalDataError("--build needs --source and --seed")
-            if any(n <= 0 for n in args.build):
-                raise sets.EvalDataError("--build lengths must be positive")
-            for path in eval_build.build(
-                args.build, args.source, args.seed, args.data_root, args.num_questions
-            ):
-                print(f"wrote {path}")
+            _build(args)
+            return 0
+        if args.expand:
+            if args.source is None or args.output is None:
+                raise sets.EvalDataError("--expand needs --source and --output")
+            count = expand.expand_file(args.expand, args.source, args.output)
+            print(f"wrote {args.output}: {count} samples, contexts as text")
             return 0
         if args.download:
-            for path in sets.download(
-                args.data_root, args.lengths, args.repo_id, force=args.force
-            ):
-                print(f"downloaded {path}")
-        found = sets.status(args.data_root, args.lengths)
+            _download(args)
+        default = sets.OFFICIAL_LENGTHS if args.download else sets.DEFAULT_LENGTHS
+        found = sets.status(args.data_root, args.lengths or default)
         print(sets.format_status(args.data_root, found))
         return 0 if all(p is not None for p in found.values()) else 1
     except (sets.EvalDataError, OSError) as exc:

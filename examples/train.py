@@ -9,29 +9,30 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import sys
-import time
 from pathlib import Path
+from typing import Any
 
-from areal.api.cli_args import load_expr_config
 from areal.utils import logging
 from areal.utils.saver import Saver
-from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
-    config_sections,
+    load_run_config,
+    warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
-REQUIRED = ("question", "context", "answers")
+REQUIRED = ("id", "question", "context", "answers")
 
 
 def load_rows(path: str, role: str) -> Dataset:
@@ -51,54 +52,33 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
-def _total(s: dict, key: str) -> int:
-    """A per-group mean times its count: the step's total."""
-    return round(s.get(key, 0.0) * s.get(f"{key}__count", 0))
+def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
+    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.memagent.warmup_steps
+    if steps is None or config.actor.optimizer is None:
+        return
+    total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
+    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, total)
+    if steps > total:
+        logger.warning(f"warm-up of {steps} steps is longer than the run ({total})")
+    logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
 
 
-class StepReport:
-    """One line per step (reward, rows, staleness, losses, faults, timings), as JSONL."""
-
-    def __init__(self, commit, path: str):
-        self.commit, self.path, self.start = commit, path, time.perf_counter()
-
-    def __call__(self, epoch: int, step: int, global_step: int, stats):
-        self.commit(epoch, step, global_step, stats)
-        s = stats[0] if isinstance(stats, list) else stats
-        staleness = "ppo_actor/update/version_stats/sample_staleness_theta"
-        line = {
-            "step": global_step + 1,
-            "reward": s.get("rollout/memagent/reward"),
-            "rows": int(s.get("ppo_actor/n_seqs", 0)),
-            "staleness_avg": s.get(f"{staleness}_avg"),
-            "staleness_max": s.get(f"{staleness}_max"),
-            "oldest_rollout_version": s.get("rollout/memagent/oldest_version"),
-            "memory_tokens": s.get("rollout/memagent/memory_tokens"),
-            "grad_norm": s.get("ppo_actor/update/grad_norm"),
-            "actor_loss": s.get("ppo_actor/update/actor_loss/avg"),
-            "lr": s.get("ppo_actor/update/lr"),
-            "groups_rejected": int(s.get("rollout/rejected__count", 0)),
-            "episodes_failed": _total(s, "rollout/memagent/episodes_failed"),
-            "calls_retried": _total(s, "rollout/memagent/calls_retried"),
-            "eval_sub_em": s.get("eval-rollout/memagent/sub_em"),
-            "timing_s": {
-                k.removeprefix("timeperf/"): round(v, 2)
-                for k, v in s.items()
-                if k.startswith("timeperf/") and not k.endswith("__count")
-            },
-            "elapsed_s": round(time.perf_counter() - self.start, 1),
-        }
-        t = line["timing_s"]
-        logger.info(
-            f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
-            f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-            f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
-            f"rejected, {line['episodes_failed']} episodes failed, "
-            f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
-            f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
-        )
-        with open(self.path, "a") as f:
-            f.write(json.dumps(line) + "\n")
+def checked_workflow_kwargs(
+    config: MemAgentGRPOConfig,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Training and validation workflow kwargs, each workflow built once here: a
+    bad prompts file, reward name or token budget fails now, with its message,
+    before any server or worker starts."""
+    train_kwargs = workflow_kwargs(config)
+    eval_kwargs = workflow_kwargs(
+        config,
+        gconfig=config.eval_gconfig,
+        group_size=config.memagent.valid_group_size,
+    )
+    MemAgentWorkflow(**train_kwargs)
+    MemAgentWorkflow(**eval_kwargs)
+    return train_kwargs, eval_kwargs
 
 
 def train(config: MemAgentGRPOConfig) -> None:
@@ -106,19 +86,17 @@ def train(config: MemAgentGRPOConfig) -> None:
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
-    eval_kwargs = workflow_kwargs(config, gconfig=config.eval_gconfig, group_size=1)
-    with MemAgentPPOTrainer(
+    set_warmup(config, len(train_set))
+    train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
+    trainer_cls = MemAgentPPOTrainer
+    if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
+        from standin.trainer import StandinPPOTrainer as trainer_cls
+    with trainer_cls(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
-        if int(os.environ.get("RANK", "0")) == 0:
-            log_dir = StatsLogger.get_log_path(config.stats_logger)
-            report = StepReport(
-                trainer.stats_logger.commit, os.path.join(log_dir, "steps.jsonl")
-            )
-            trainer.stats_logger.commit = report
         trainer.train(
             workflow=WORKFLOW,
-            workflow_kwargs=workflow_kwargs(config),
+            workflow_kwargs=train_kwargs,
             eval_workflow=WORKFLOW,
             eval_workflow_kwargs=eval_kwargs,
         )
@@ -130,21 +108,17 @@ def train(config: MemAgentGRPOConfig) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config_cls = MemAgentGRPOConfig
-    if "standin" in config_sections(argv):
-        from standin.config import StandinGRPOConfig as config_cls
-    config, _ = load_expr_config(argv, config_cls)
-    return config
+    return load_run_config(argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig")
 
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
-    if hasattr(config, "standin"):
-        from standin.cpu_job import cpu_job
+    with contextlib.ExitStack() as stack:
+        if hasattr(config, "standin"):
+            from standin.cpu_job import cpu_job
 
-        with cpu_job(config):
-            train(config)
-    else:
+            stack.enter_context(cpu_job(config))
+        stack.enter_context(ray_for(config.scheduler.type))
         train(config)
     logger.info("training finished")
 

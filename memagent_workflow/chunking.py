@@ -57,3 +57,18 @@ def split_into_chunks(
     """
     chunks, _ = chunk_views(token_ids, chunk_tokens, max_chunks)
     return [[int(t) for t in c] for c in chunks]
+
+
+def cut_refusal(n_tokens: int, chunk_tokens: int, max_chunks: int | None) -> str | None:
+    """Why a document cannot be read whole under ``max_chunks``; None if it can.
+
+    Evaluation never cuts a document (training does, by centre truncation).
+    """
+    needed = -(-n_tokens // chunk_tokens)
+    if max_chunks is None or needed <= max_chunks:
+        return None
+    return (
+        f"{n_tokens} context tokens need {needed} chunks of {chunk_tokens}, more "
+        f"than memagent.max_chunks={max_chunks}; evaluation never cuts a document "
+        "(set memagent.max_chunks=null, the original protocol)"
+    )

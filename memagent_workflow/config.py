@@ -7,6 +7,9 @@ from typing import Any
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
 
+from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.reward import reward_function
+
 
 @dataclass
 class MemAgentConfig:
@@ -41,6 +44,35 @@ class MemAgentConfig:
     initial_memory: str = field(
         default="No previous memory", metadata={"help": "Memory before turn 1."}
     )
+    reward: str = field(
+        default="original",
+        metadata={
+            "help": "Training reward: 'original' (the original MemAgent verifier: "
+            "last 300 characters, case and spaces ignored) or 'squad' (boxed "
+            "exact match after SQuAD normalisation, more lenient).",
+            "choices": ["original", "squad"],
+        },
+    )
+    prompts: str | None = field(
+        default=None,
+        metadata={
+            "help": "YAML or JSON file with the 'memory_update' ({question}, "
+            "{memory}, {chunk}) and 'final_answer' ({question}, {memory}) "
+            "templates. null = the project's built-in wording."
+        },
+    )
+    valid_group_size: int = field(
+        default=4,
+        metadata={"help": "Episodes per validation question (original: 4)."},
+    )
+    warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "LR warm-up in training steps, whatever the data size; "
+            "train.py turns it into actor.optimizer.warmup_steps_proportion. "
+            "null = use warmup_steps_proportion as given."
+        },
+    )
     engine_retry_s: float = field(
         default=60.0,
         metadata={
@@ -55,6 +87,19 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
+        reward_function(self.reward)  # raises on an unknown name
+        if self.valid_group_size < 1:
+            raise ValueError(
+                f"memagent.valid_group_size must be >= 1, got {self.valid_group_size}"
+            )
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(
+                f"memagent.warmup_steps must be >= 0 or null, got {self.warmup_steps}"
+            )
+
+
+# Fields of MemAgentConfig read by the trainer script, not by the workflow.
+TRAINER_FIELDS = ("valid_group_size", "warmup_steps")
 
 
 @dataclass
@@ -77,6 +122,13 @@ class MemAgentGRPOConfig(GRPOConfig):
                 "episodes inside its workflow: set gconfig.n_samples=1 and put the "
                 "group size in memagent.group_size"
             )
+        if self.eval_gconfig is not None and self.eval_gconfig.n_samples != 1:
+            raise ValueError(
+                f"eval_gconfig.n_samples={self.eval_gconfig.n_samples}, but MemAgent "
+                "groups validation episodes inside its workflow: set "
+                "eval_gconfig.n_samples=1 and put the number of episodes per "
+                "validation question in memagent.valid_group_size"
+            )
         if self.actor.reward_norm is not None:
             raise ValueError(
                 "actor.reward_norm must be null for MemAgent: AReaL 1.0.4 normalises "
@@ -91,14 +143,45 @@ def workflow_kwargs(
     gconfig: GenerationHyperparameters | None = None,
     **overrides: Any,
 ) -> dict[str, Any]:
-    """Serialisable kwargs for ``MemAgentWorkflow`` from a loaded config."""
+    """Serialisable kwargs for ``MemAgentWorkflow`` from a loaded config.
+
+    The prompts file is read (and its slots checked) here, on the controller:
+    workers get the template texts, so they need no access to the file.
+    """
+    memagent = asdict(config.memagent)
+    for name in TRAINER_FIELDS:
+        memagent.pop(name)
+    prompts = load_prompts(memagent.pop("prompts"))
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
         tokenizer=config.tokenizer_path,
-        **asdict(config.memagent),
+        prompts={
+            "memory_update": prompts.memory_update,
+            "final_answer": prompts.final_answer,
+            "source": prompts.source,
+        },
+        **memagent,
     )
     kwargs.update(overrides)
     return kwargs
+
+
+def load_run_config(argv: list[str], config_cls: type, standin_cls: str) -> Any:
+    """Load ``--config`` with overrides (AReaL's ``load_expr_config``).
+
+    A file with a ``standin:`` section is a CPU run against the stand-in server;
+    it is loaded with ``standin_cls`` (an import path, so that GPU runs never
+    import the stand-in package).
+    """
+    import importlib
+
+    from areal.api.cli_args import load_expr_config
+
+    if "standin" in config_sections(argv):
+        module, name = standin_cls.rsplit(".", 1)
+        config_cls = getattr(importlib.import_module(module), name)
+    config, _ = load_expr_config(argv, config_cls)
+    return config
 
 
 def config_sections(argv: list[str]) -> set[str]:
@@ -119,3 +202,14 @@ def config_sections(argv: list[str]) -> set[str]:
         with open(path) as f:
             return set(yaml.safe_load(f) or {})
     return set()
+
+
+def warmup_proportion(warmup_steps: int, total_steps: int) -> float:
+    """``warmup_steps_proportion`` that makes AReaL warm up exactly ``warmup_steps``.
+
+    AReaL 1.0.4 warms up ``int(proportion * total_steps)`` steps; the half step
+    keeps float rounding from landing one short.
+    """
+    if total_steps < 1:
+        raise ValueError(f"no training steps (total_steps={total_steps})")
+    return min(1.0, (warmup_steps + 0.5) / total_steps) if warmup_steps else 0.0

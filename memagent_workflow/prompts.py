@@ -1,10 +1,15 @@
-"""The two MemAgent prompts, as token-id templates.
+"""The two MemAgent prompts: their texts and their token templates.
 
-Each prompt is rendered once through the tokenizer's chat template with slots
-for the memory (and the chunk), then split at the slots. A turn's prompt is the
-concatenation of fixed token pieces with the memory ids (exactly the tokens the
-model generated last turn) and the chunk ids (a slice of the tokenised
-document): token in, token out, no decode/re-encode drift.
+The texts are ``str.format`` templates: the memory-update prompt has the slots
+``{question}``, ``{memory}`` and ``{chunk}``, the final-answer prompt
+``{question}`` and ``{memory}`` (literal braces are written ``{{ }}``). The
+built-in wording is below; ``prompt_file.py`` reads a user's (``memagent.prompts``).
+
+Each prompt is rendered once per question through the tokenizer's chat
+template with markers in the memory and chunk slots, then split at them. A
+turn's prompt is the concatenation of fixed token pieces with the memory ids
+(exactly the tokens the model generated last turn) and the chunk ids (a slice
+of the tokenised document): token in, token out, no decode/re-encode drift.
 """
 
 from __future__ import annotations
@@ -51,6 +56,21 @@ put the final answer, and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}
 </memory>
 
 Answer:"""
+
+
+@dataclass(frozen=True)
+class PromptTexts:
+    """The memory-update and final-answer templates, and where they came from."""
+
+    memory_update: str = MEMORY_UPDATE_PROMPT
+    final_answer: str = FINAL_ANSWER_PROMPT
+    source: str = "built-in"
+
+    def memory_template(self, tokenizer, question: str) -> PromptTemplate:
+        return memory_update_template(tokenizer, question, self.memory_update)
+
+    def final_template(self, tokenizer, question: str) -> PromptTemplate:
+        return final_answer_template(tokenizer, question, self.final_answer)
 
 
 def render_chat(tokenizer, user_text: str) -> str:
@@ -115,13 +135,13 @@ def _split_once(text: str, slot: str) -> tuple[str, str]:
     return parts[0], parts[1]
 
 
-def memory_update_template(tokenizer, question: str) -> PromptTemplate:
+def memory_update_template(
+    tokenizer, question: str, template: str = MEMORY_UPDATE_PROMPT
+) -> PromptTemplate:
     """Template of a memory turn: instruction, question, memory, section."""
     text = render_chat(
         tokenizer,
-        MEMORY_UPDATE_PROMPT.format(
-            question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT
-        ),
+        template.format(question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
     )
     before, rest = _split_once(text, MEMORY_SLOT)
     middle, after = _split_once(rest, CHUNK_SLOT)
@@ -132,10 +152,12 @@ def memory_update_template(tokenizer, question: str) -> PromptTemplate:
     )
 
 
-def final_answer_template(tokenizer, question: str) -> PromptTemplate:
+def final_answer_template(
+    tokenizer, question: str, template: str = FINAL_ANSWER_PROMPT
+) -> PromptTemplate:
     """Template of the final turn: instruction, question, memory; no chunk."""
     text = render_chat(
-        tokenizer, FINAL_ANSWER_PROMPT.format(question=question, memory=MEMORY_SLOT)
+        tokenizer, template.format(question=question, memory=MEMORY_SLOT)
     )
     before, after = _split_once(text, MEMORY_SLOT)
     return PromptTemplate(

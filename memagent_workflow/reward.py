@@ -1,8 +1,20 @@
-"""Answer extraction and HotpotQA scoring.
+"""Answer extraction, the training rewards and the HotpotQA metrics.
 
-`train_reward` is the strict signal used for GRPO (boxed exact match after
-normalisation); `sub_em`, `exact_match` and `f1` are the RULER-HQA evaluation
-metrics (SQuAD/HotpotQA normalisation, max over the gold answers).
+Two training rewards, picked by ``memagent.reward``:
+
+- ``original_reward`` (default): the verifier the released MemAgent models were
+  trained with (verl's HotpotQA reward): only the last 300 characters of the
+  response count, lower-cased; the answer is the last ``\\boxed{}`` (or the
+  ``\\boxed answer`` space form up to the next ``$``); it must equal a gold
+  answer after removing spaces and a few LaTeX tokens. Articles and
+  punctuation are kept, so ``The Beatles`` is not ``Beatles``.
+- ``squad_reward``: the last complete ``\\boxed{}`` anywhere in the response,
+  exact match after SQuAD normalisation (case, articles, punctuation, spaces):
+  more lenient than the original.
+
+``sub_em``, ``exact_match`` and ``f1`` are the RULER-HQA evaluation metrics
+(SQuAD normalisation, max over the gold answers); evaluation scores ``sub_em``
+as the original evaluation does, whichever reward trained the model.
 """
 
 from __future__ import annotations
@@ -10,7 +22,7 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 _BOX = "\\boxed{"
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
@@ -90,9 +102,97 @@ def f1(pred: str, golds: str | Iterable[str]) -> float:
     return max((_f1_one(pred, g) for g in _golds(golds)), default=0.0)
 
 
-def train_reward(response: str, golds: str | Iterable[str]) -> float:
-    """Strict GRPO reward: 1.0 iff the boxed answer exact-matches a gold answer."""
+def squad_reward(response: str, golds: str | Iterable[str]) -> float:
+    """1.0 iff the last complete boxed answer exact-matches a gold after SQuAD
+    normalisation (case, articles, punctuation and spaces ignored)."""
     boxed = extract_boxed(response)
     if boxed is None:
         return 0.0
     return exact_match(boxed, golds)
+
+
+# ------------------------------------------------------- the original verifier
+
+ORIGINAL_WINDOW = 300  # characters at the end of the response the original reads
+# The MATH-style clean-up the original applies to both sides, in its order;
+# spaces are removed last.
+_ORIGINAL_EDITS = (
+    ("\n", ""),
+    ("\\!", ""),
+    ("\\\\", "\\"),
+    ("tfrac", "frac"),
+    ("dfrac", "frac"),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("^{\\circ}", ""),
+    ("^\\circ", ""),
+    ("\\$", ""),
+    ("\\%", ""),
+    (" .", " 0."),
+    ("{.", "{0."),
+)
+
+
+def original_normalize(s: str) -> str:
+    """The original verifier's string clean-up: LaTeX tokens out, spaces out."""
+    for old, new in _ORIGINAL_EDITS:
+        s = s.replace(old, new)
+    return s.replace(" ", "")
+
+
+def original_boxed(text: str) -> str | None:
+    """The answer the original verifier reads from ``text``, or None.
+
+    A ``\\boxed `` followed by a space wins wherever it is: the answer is what
+    follows its last occurrence, up to the next ``$``. Otherwise the last
+    ``\\boxed`` is brace-matched and must read ``\\boxed{...}``. (The original
+    also finds an ``\\fbox{...}`` when there is no ``\\boxed``, but never
+    accepts it as an answer, so it is not looked for here.)
+    """
+    if "\\boxed " in text:
+        return text.rsplit("\\boxed ", 1)[1].split("$", 1)[0]
+    start = text.rfind("\\boxed")
+    if start < 0:
+        return None
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                box = text[start : i + 1]
+                if not box.startswith(_BOX):  # e.g. "\\boxedx{...}"
+                    return None
+                return box[len(_BOX) : -1]
+    return None
+
+
+def original_reward(response: str, golds: str | list[str]) -> float:
+    """The original MemAgent training verifier (verl's HotpotQA reward).
+
+    1.0 iff the boxed answer in the last 300 characters of ``response``,
+    lower-cased and cleaned by ``original_normalize``, equals a gold answer
+    treated the same way; else 0.0.
+    """
+    answer = original_boxed(response[-ORIGINAL_WINDOW:].lower())
+    if answer is None:
+        return 0.0
+    answer = original_normalize(answer)
+    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
+
+
+REWARDS: dict[str, Callable[[str, list[str]], float]] = {
+    "original": original_reward,
+    "squad": squad_reward,
+}
+
+
+def reward_function(name: str) -> Callable[[str, list[str]], float]:
+    """The training reward called ``name`` (``memagent.reward``)."""
+    try:
+        return REWARDS[name]
+    except KeyError:
+        raise ValueError(
+            f"memagent.reward={name!r}: choose one of {sorted(REWARDS)}"
+        ) from None

@@ -1,6 +1,8 @@
-"""AReaL's PPO trainer, made to survive crashes and inference-server outages.
+"""AReaL's PPO trainer: a step report, and survival of crashes and server outages.
 
-`MemAgentPPOTrainer` is `PPOTrainer` with four changes, all for recovery:
+`MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
+and ``steps.jsonl``, in the stats logger's folder
+``{fileroot}/logs/{user}/{experiment}/{trial}``) and four changes for recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
   question of the epoch exactly once, and a step whose groups keep being
@@ -15,12 +17,16 @@ the training loop) is AReaL's.
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from typing import Any
 
+import torch.distributed as dist
 from areal import PPOTrainer
 from areal.api.alloc_mode import ModelAllocation
 from areal.api.cli_args import PPOActorConfig, PPOConfig, TrainDatasetConfig
+from areal.infra.platforms import current_platform
 from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
@@ -41,6 +47,39 @@ logger = logging.getLogger("MemAgentTrainer")
 
 QUESTIONS_LOG = "questions.jsonl"
 
+STALENESS = "ppo_actor/update/version_stats/sample_staleness_theta"
+
+
+def _total(stats: dict[str, Any], key: str) -> int:
+    """A per-group mean times its count: the step's total."""
+    return round(stats.get(key, 0.0) * stats.get(f"{key}__count", 0))
+
+
+def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict:
+    """The step's headline numbers, from AReaL's exported stats."""
+    return {
+        "step": global_step + 1,
+        "reward": stats.get("rollout/memagent/reward"),
+        "rows": int(stats.get("ppo_actor/n_seqs", 0)),
+        "staleness_avg": stats.get(f"{STALENESS}_avg"),
+        "staleness_max": stats.get(f"{STALENESS}_max"),
+        "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
+        "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
+        "grad_norm": stats.get("ppo_actor/update/grad_norm"),
+        "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
+        "lr": stats.get("ppo_actor/update/lr"),
+        "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
+        "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
+        "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
+        "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
+        "timing_s": {
+            k.removeprefix("timeperf/"): round(v, 2)
+            for k, v in stats.items()
+            if k.startswith("timeperf/") and not k.endswith("__count")
+        },
+        "elapsed_s": round(elapsed_s, 1),
+    }
+
 
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:
     """The ``question_index`` of each trajectory (one group = one question)."""
@@ -59,13 +98,18 @@ def question_indices(batch: list[dict[str, Any]]) -> list[int]:
 
 
 class MemAgentPPOTrainer(PPOTrainer):
-    """`PPOTrainer` with resumable data, complete checkpoints and bounded waits."""
+    """`PPOTrainer` with a step report, resumable data, complete checkpoints and
+    bounded waits."""
 
     actor_cls: type = MemAgentPPOActor
 
     def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
         self.restored = restore_interrupted_dump(config.recover)
         super().__init__(config, train_dataset=train_dataset, **kwargs)
+        self._start = time.perf_counter()
+        self.steps_path = os.path.join(
+            StatsLogger.get_log_path(self.config.stats_logger), "steps.jsonl"
+        )
         self.recover_handler = AtomicRecoverHandler.take_over(self.recover_handler)
         self._say_where_training_starts()
         if self.recover_info is None and hasattr(self.rollout, "continue_generation"):
@@ -104,6 +148,37 @@ class MemAgentPPOTrainer(PPOTrainer):
             actor = self.actor_cls(config=actor_config)
         actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
+
+    def _export_and_commit_stats(self, epoch: int, epoch_step: int, global_step: int):
+        # Mirrors PPOTrainer._export_and_commit_stats (pinned by
+        # tests/unit/test_areal_pins.py) and keeps the stats for the report.
+        stats = self.actor.export_stats()
+        stats.update(self.rollout.export_stats())
+        if self.eval_rollout is not None:
+            stats.update(self.eval_rollout.export_stats())
+        self.stats_logger.commit(epoch, epoch_step, global_step, stats)
+        if int(os.environ.get("RANK", "0")) == 0:
+            self.report(
+                step_line(stats, global_step, time.perf_counter() - self._start)
+            )
+        if not is_single_controller():
+            dist.barrier(group=self.actor.cpu_group)
+            current_platform.synchronize()
+
+    # ------------------------------------------------------------ report
+    def report(self, line: dict) -> None:
+        """Log the step's line and append it to ``steps.jsonl``."""
+        t = line["timing_s"]
+        logger.info(
+            f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
+            f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
+            f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
+            f"rejected, {line['episodes_failed']} episodes failed, "
+            f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
+            f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
+        )
+        with open(self.steps_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
 
     # ------------------------------------------------------------ recovery
     def _say_where_training_starts(self) -> None:

@@ -27,27 +27,25 @@ from transformers import PreTrainedTokenizerFast
 from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
-from memagent_workflow.prompts import (
-    PromptTemplate,
-    final_answer_template,
-    memory_update_template,
-)
+from memagent_workflow.data.files import DataError
+from memagent_workflow.data.schema import BadField, parse_row
+from memagent_workflow.prompt_file import as_prompt_texts, check_fit
+from memagent_workflow.prompts import PromptTemplate, PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import (
     exact_match,
     extract_boxed,
     f1,
+    reward_function,
     sub_em,
-    train_reward,
 )
 from memagent_workflow.rows import Turn, pad_rows
 
 logger = logging.getLogger("MemAgentWorkflow")
 
 
-@lru_cache(maxsize=4)
 def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
-    """AReaL's tokenizer loader, cached: workers rebuild the workflow per task."""
+    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
     from areal.utils.hf_utils import load_hf_tokenizer
 
     return load_hf_tokenizer(path)
@@ -94,31 +92,18 @@ class Episode:
     retried_calls: int = 0  # model calls that failed and were made again
 
 
-def parse_item(data: dict[str, Any]) -> tuple[str, str, str, list[str]]:
-    """``(id, question, context, answers)`` of a data item, or a clear error."""
-    item_id = str(data.get("id", "<no id>"))
+def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
+    """``(id, question, context, answers)`` of a data item (the row schema).
 
-    def bad(name: str, why: str) -> ValueError:
-        return ValueError(f"data item {item_id}: field '{name}': {why}")
-
-    question, context, answers = (
-        data.get(k) for k in ("question", "context", "answers")
-    )
-    if not isinstance(question, str) or not question.strip():
-        raise bad("question", f"expected a non-empty string, got {question!r:.80}")
-    if not isinstance(context, str):
-        raise bad("context", f"expected a string, got {type(context).__name__}")
-    if isinstance(answers, str):
-        answers = [answers]
-    if (
-        not isinstance(answers, list | tuple)
-        or not answers
-        or not all(isinstance(a, str) for a in answers)
-    ):
-        raise bad(
-            "answers", f"expected a non-empty list of strings, got {answers!r:.80}"
-        )
-    return item_id, question, context, list(answers)
+    An empty context is allowed here: it is a well-defined episode with no
+    memory turn. Raises :class:`DataError` naming the item and the field.
+    """
+    try:
+        row = parse_row(data, allow_empty_context=True)
+    except BadField as bad:
+        item_id = data.get("id") if isinstance(data, dict) else None
+        raise DataError(f"data item {item_id!r}: {bad}") from None
+    return row["id"], row["question"], row["context"], row["answers"]
 
 
 class MemAgentWorkflow(RolloutWorkflow):
@@ -137,7 +122,12 @@ class MemAgentWorkflow(RolloutWorkflow):
         train_final_turn: bool = True,
         initial_memory: str = "No previous memory",
         engine_retry_s: float = 60.0,
+        reward: str = "original",
+        prompts: PromptTexts | dict[str, str] | str | None = None,
     ):
+        """``prompts``: template texts (as ``workflow_kwargs`` passes them), a
+        prompts file, or None for the built-in wording; ``reward``: a name in
+        ``memagent_workflow.reward.REWARDS``."""
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
         for name, value in [
@@ -169,15 +159,33 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.initial_memory = np.asarray(
             tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
         )
-        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
+        # AReaL adds the pad id, None for a tokenizer without a pad token.
+        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
+        self.reward_fn = reward_function(reward)
+        self.prompts = as_prompt_texts(prompts)
+        check_fit(
+            tokenizer,
+            self.prompts,
+            chunk_tokens=chunk_tokens,
+            max_memory_tokens=max_memory_tokens,
+            max_final_tokens=max_final_tokens,
+            max_tokens=self.gconfig.max_tokens,
+            initial_memory_tokens=len(self.initial_memory),
+        )
 
     # ------------------------------------------------------------------ the task
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any] | None:
         """Run one GRPO group over one question and return its training rows."""
-        doc = await self.read_document(data)
+        try:
+            doc = await self.read_document(data)
+        except DataError as exc:  # e.g. a data set edited after preparation
+            logger.warning(f"{exc}; group rejected")
+            tracker = stats_tracker.get(workflow_context.stat_scope())
+            tracker.scalar(**{"memagent/item_rejected": 1.0})
+            return None
         started = [Episode() for _ in range(self.group_size)]
         results = await asyncio.gather(
             *(self.run_episode(engine, doc, ep=ep) for ep in started),
@@ -197,7 +205,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             )
             return None
 
-        rewards = [train_reward(e.answer, doc.answers) for e in episodes]
+        rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
         self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
         stats_tracker.get(workflow_context.stat_scope()).scalar(
@@ -229,8 +237,8 @@ class MemAgentWorkflow(RolloutWorkflow):
             chunks=chunks,
             context_tokens=len(ids),
             truncated_tokens=truncated,
-            memory_prompt=memory_update_template(self.tokenizer, question),
-            final_prompt=final_answer_template(self.tokenizer, question),
+            memory_prompt=self.prompts.memory_template(self.tokenizer, question),
+            final_prompt=self.prompts.final_template(self.tokenizer, question),
         )
 
     # --------------------------------------------------------------- one episode
@@ -273,13 +281,20 @@ class MemAgentWorkflow(RolloutWorkflow):
         ep: Episode,
         trainable: bool = True,
     ) -> Turn:
-        """One model call; refuses rather than lets the engine shorten the turn."""
-        if len(prompt) + gconfig.max_new_tokens > gconfig.max_tokens:
+        """One model call; refuses rather than lets the engine shorten the turn.
+
+        SGLang answers 400 unless prompt + max_new_tokens < its context length,
+        which the configs set to ``gconfig.max_tokens``: the same rule here, so a
+        turn SGLang would reject is refused before it is sent (AReaL would retry
+        it and lose the episode).
+        """
+        if len(prompt) + gconfig.max_new_tokens >= gconfig.max_tokens:
             raise ValueError(
                 f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
-                f"tokens exceeds gconfig.max_tokens={gconfig.max_tokens}; raise "
-                "gconfig.max_tokens (and the server's context length) or lower "
-                "memagent.chunk_tokens"
+                f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
+                "needs prompt + max_new_tokens < sglang.context_length = "
+                "gconfig.max_tokens); raise gconfig.max_tokens and "
+                "sglang.context_length or lower memagent.chunk_tokens"
             )
         req = ModelRequest(
             rid=rid,
@@ -373,6 +388,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             "f1": np.mean([f1(p, doc.answers) for p in preds]),
             "turn_latency_s": sum(e.latency for e in episodes) / n_calls,
             "episodes_failed": failed,
+            "item_rejected": 0.0,  # 1.0 where a malformed item was rejected
             "rows": sum(len(e.turns) for e in episodes),
         }
         versions = [e.oldest_version for e in episodes if e.oldest_version is not None]

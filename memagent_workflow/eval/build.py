@@ -1,104 +1,72 @@
-"""Building RULER-HQA-style eval sets from HotpotQA's dev file (up to 3.5M tokens).
+"""Building RULER-HQA-style eval sets for lengths the hub does not hold.
 
-Each question keeps its own paragraphs (gold included) and gains distinct random
-paragraphs from the dev pool up to N documents, shuffled with a seed derived from
-(seed, question, N); same seed and source give byte-identical files.
+A built set follows the official construction as far as it is known: the
+official sets' questions (the dev-file positions in their ``index`` field), the
+same paragraph pool and ``Document k:`` layout (``expand.py``); each question
+keeps its own paragraphs (gold included) and gains distinct random paragraphs
+from the pool up to N documents, shuffled with a seed derived from (seed,
+question index, N). The official sets' own random draws are not reproducible,
+so a built set is "RULER-HQA-style", not official: every sample says so in its
+``set`` field, and eval summaries repeat it. Same seed and source give
+byte-identical files.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from memagent_workflow.data.files import atomic_write
-from memagent_workflow.eval.sets import (
-    EvalDataError,
-    _is_id,
-    _nonempty_str,
-    eval_file,
+from memagent_workflow.data.files import DataError, read_records, write_json_list
+from memagent_workflow.data.schema import show
+from memagent_workflow.eval.expand import (
+    expand_context,
+    load_hotpotqa_source,
+    paragraph_pool,
 )
+from memagent_workflow.eval.sets import BUILT_SET, EvalDataError, eval_file
 
 
-def _source_records(path: Path) -> list[Any]:
-    """A JSON list, or JSONL, of raw records."""
-    with path.open(encoding="utf-8") as f:
-        is_list = f.read(64).lstrip().startswith("[")
-        f.seek(0)
-        try:
-            if is_list:
-                return json.load(f)
-            return [json.loads(line) for line in f if line.strip()]
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            kind = "JSON list" if is_list else "JSONL (one record per line)"
-            raise EvalDataError(f"{path}: not a valid HotpotQA {kind}: {exc}") from exc
-
-
-def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
-    """Validated HotpotQA distractor records: ``{_id, question, answer, paragraphs}``.
-
-    ``paragraphs`` is a list of ``(title, text)``; text joins the sentences with ""
-    (HotpotQA sentences carry their own leading spaces).
-    """
-    path = Path(path)
+def official_indices(path: str | os.PathLike) -> list[int]:
+    """The question indices (dev-file positions) of an official eval file, in order."""
     out = []
-    for i, rec in enumerate(_source_records(path)):
-        where = f"{path}: record {i}"
-        if not isinstance(rec, dict):
-            raise EvalDataError(f"{where}: expected a JSON object")
-        rid = rec.get("_id")
-        if not _is_id(rid):
-            raise EvalDataError(f"{where}: field '_id' must be a string or int")
-        where += f" (_id {rid!r})"
-        for field in ("question", "answer"):
-            if not _nonempty_str(rec.get(field)):
+    try:
+        for label, raw in read_records(path):
+            index = raw.get("index") if isinstance(raw, dict) else None
+            if isinstance(index, bool) or not isinstance(index, int) or index < 0:
                 raise EvalDataError(
-                    f"{where}: field '{field}' must be a non-empty string"
+                    f"{path}: {label}: field 'index' must be the question's position "
+                    f"in the HotpotQA dev file (an int >= 0), got {show(index)}; "
+                    "--indices-from must name an official eval_N.json"
                 )
-        ctx = rec.get("context")
-        if not isinstance(ctx, list) or not ctx:
-            raise EvalDataError(f"{where}: field 'context' must be a non-empty list")
-        paragraphs = []
-        for j, para in enumerate(ctx):
-            ok = (
-                isinstance(para, list | tuple)
-                and len(para) == 2
-                and isinstance(para[0], str)
-                and isinstance(para[1], list)
-                and all(isinstance(s, str) for s in para[1])
-            )
-            if not ok:
-                raise EvalDataError(
-                    f"{where}: field 'context[{j}]' must be [title, [sentences...]]"
-                )
-            paragraphs.append((para[0], "".join(para[1])))
-        q, a = rec["question"], rec["answer"]
-        out.append(
-            {"_id": str(rid), "question": q, "answer": a, "paragraphs": paragraphs}
+            out.append(index)
+    except DataError as exc:
+        raise EvalDataError(str(exc)) from None
+    if not out or len(set(out)) != len(out):
+        raise EvalDataError(
+            f"{path}: expected distinct question indices, got {out[:8]}"
         )
     return out
 
 
-def _sample(rec: dict, qi: int, n: int, seed: int, own: list[int], pool: list) -> dict:
-    """One eval sample: the question's own paragraphs padded from the pool to ``n``."""
-    rng = random.Random(f"{seed}:{qi}:{n}")
+def _sample(
+    rec: dict, index: int, n: int, seed: int, own: list[int], pool: list[str]
+) -> dict:
+    """One sample: the question's own paragraphs padded from the pool to ``n``."""
+    rng = random.Random(f"{seed}:{index}:{n}")
     own_set = set(own)
     others = [j for j in range(len(pool)) if j not in own_set]
     docs = own + rng.sample(others, n - len(own))
     rng.shuffle(docs)
-    context = "\n\n".join(
-        f"Document {k}:\n{pool[j][0]}\n{pool[j][1]}" for k, j in enumerate(docs, 1)
-    )
     return {
-        "id": rec["_id"],
-        "question": rec["question"],
-        "context": context,
+        "input": rec["question"],
+        "context": expand_context(docs, pool),
         "answers": [rec["answer"]],
         "num_docs": n,
+        "index": index,
+        "set": BUILT_SET,
     }
 
 
@@ -107,35 +75,34 @@ def build(
     source_path: str | os.PathLike,
     seed: int,
     out_root: str | os.PathLike,
-    num_questions: int = 128,
+    question_indices: list[int],
     progress: bool = True,
 ) -> list[Path]:
     """Build ``eval_{N}.json`` for each N from a HotpotQA dev file, deterministically.
 
-    Uses the first ``num_questions`` records in file order. Each context holds
-    the question's own paragraphs plus distinct random paragraphs from the pool
-    of all unique (title, text) paragraphs in the source, N in all, shuffled
-    with ``random.Random(f"{seed}:{question index}:{N}")``. Samples are
-    streamed to disk one per line, so memory stays at about one sample.
+    ``question_indices``: dev-file positions of the questions, in order (from an
+    official file, see ``official_indices``). Samples are streamed to disk one
+    per line, so memory stays at about one sample.
     """
     from tqdm import tqdm
 
     records = load_hotpotqa_source(source_path)
-    if not 1 <= num_questions <= len(records):
+    bad = [i for i in question_indices if not 0 <= i < len(records)]
+    if bad or not question_indices:
         raise EvalDataError(
-            f"{source_path}: num_questions must be in 1..{len(records)} "
-            f"(the source has {len(records)} questions), got {num_questions}"
+            f"{source_path}: has {len(records)} questions; question indices "
+            f"{bad[:8] or '(none given)'} are not in it (is it the dev file the "
+            "official sets were made from?)"
         )
-    pool_index: dict[tuple[str, str], int] = {}
-    for rec in records:
-        for para in rec["paragraphs"]:
-            pool_index.setdefault(para, len(pool_index))
-    pool = list(pool_index)
-    chosen = records[:num_questions]
-    if len({r["_id"] for r in chosen}) != len(chosen):
-        raise EvalDataError(f"{source_path}: duplicate '_id' among the questions used")
-    own = [list(dict.fromkeys(pool_index[p] for p in r["paragraphs"])) for r in chosen]
-    most_own = max(len(o) for o in own)
+    pool = paragraph_pool(records)
+    position = {p: j for j, p in enumerate(pool)}
+    own = {
+        i: list(
+            dict.fromkeys(position[f"{t}\n{x}"] for t, x in records[i]["paragraphs"])
+        )
+        for i in question_indices
+    }
+    most_own = max(len(o) for o in own.values())
     lengths = list(lengths)
     for n in lengths:
         if n > len(pool):
@@ -148,23 +115,13 @@ def build(
                 f"cannot build eval_{n}.json: N must be at least {most_own}, the "
                 "largest number of paragraphs a question brings itself"
             )
-    out_root = Path(out_root)
-    out_root.mkdir(parents=True, exist_ok=True)
-
-    def write(tmp: Path, n: int) -> None:
-        with tmp.open("w", encoding="utf-8", newline="\n") as f:
-            f.write("[\n")
-            bar = tqdm(chosen, desc=f"eval_{n}", file=sys.stderr, disable=not progress)
-            for qi, rec in enumerate(bar):
-                sample = _sample(rec, qi, n, seed, own[qi], pool)
-                f.write(
-                    ("" if qi == 0 else ",\n") + json.dumps(sample, ensure_ascii=False)
-                )
-            f.write("\n]\n")
-
     written = []
     for n in lengths:
+        bar = tqdm(
+            question_indices, desc=f"eval_{n}", file=sys.stderr, disable=not progress
+        )
+        rows = (_sample(records[i], i, n, seed, own[i], pool) for i in bar)
         dest = eval_file(out_root, n)
-        atomic_write(dest, lambda tmp, n=n: write(tmp, n))
+        write_json_list(dest, rows)
         written.append(dest)
     return written

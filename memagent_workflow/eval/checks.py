@@ -15,8 +15,11 @@ from typing import Any
 
 from areal.utils import logging
 
+from memagent_workflow.chunking import cut_refusal
+from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import results, sets
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -30,19 +33,37 @@ class EvalRefused(RuntimeError):
 # ------------------------------------------------------------------ checks
 
 
+# memagent fields that do not change what an eval run measures.
+_TRAIN_ONLY = (
+    "group_size",
+    "adv_std_norm",
+    "train_final_turn",
+    "reward",
+    "valid_group_size",
+    "warmup_steps",
+    "engine_retry_s",  # a retry policy, not part of a resumable setup
+)
+
+
 def run_config(config: MemAgentEvalConfig) -> dict[str, Any]:
-    """What must not change between a run and its resumption."""
+    """What must not change between a run and its resumption.
+
+    The prompts enter by their text, not their file name.
+    """
     g = config.gconfig
+    memagent = {
+        k: v for k, v in asdict(config.memagent).items() if k not in _TRAIN_ONLY
+    }
+    prompts = load_prompts(memagent.pop("prompts"))
+    if prompts.source != "built-in":
+        memagent["prompts"] = {
+            "memory_update": prompts.memory_update,
+            "final_answer": prompts.final_answer,
+        }
     return {
         "model": config.actor.path,
         "tokenizer": config.tokenizer_path,
-        "memagent": {
-            k: v
-            for k, v in asdict(config.memagent).items()
-            # training-only keys, and how long a failed call is retried
-            if k
-            not in ("group_size", "adv_std_norm", "train_final_turn", "engine_retry_s")
-        },
+        "memagent": memagent,
         "sampling": {
             "temperature": g.temperature,
             "top_p": g.top_p,
@@ -71,14 +92,35 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
             if f.exists():
                 shutil.move(f, f.with_name(f.name + ".bak"))
                 logger.warning(f"eval.resume=false: moved {f} to {f.name}.bak")
-    results.write_json_atomic(path, current)
+    write_json(path, current)
     return out
 
 
-def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
-    """Validate every eval file before anything runs; ``{N: {id: answers}}``.
+def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
+    """The eval workflow's kwargs, after building it once: a bad prompts file or
+    token budget stops the run here, before any server starts."""
+    from memagent_workflow.config import workflow_kwargs
+    from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
 
-    With ``memagent.max_chunks`` set, a sample that would need more chunks is
+    try:
+        kwargs = workflow_kwargs(
+            config, gconfig=config.gconfig, max_retries=config.eval.max_retries
+        )
+        MemAgentEvalWorkflow(**kwargs)
+    except ValueError as exc:  # PromptFileError included
+        raise EvalRefused(str(exc)) from exc
+    return kwargs
+
+
+def scan_lengths(
+    config: MemAgentEvalConfig,
+) -> tuple[dict[int, dict[str, list[str]]], dict[int, str | None]]:
+    """Validate every eval file before anything runs.
+
+    Returns ``{N: {id: answers}}`` and ``{N: set}``: the samples' ``set`` marker
+    (``RULER-HQA-style`` for a set built by ``prepare_eval_data.py --build``),
+    or None for an unmarked file (an official one, or any other). With
+    ``memagent.max_chunks`` set, a sample that would need more chunks is
     refused here: evaluation never cuts a document.
     """
     ev, mem = config.eval, config.memagent
@@ -91,12 +133,15 @@ def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
     cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
     tokenizer = None
     out: dict[int, dict[str, list[str]]] = {}
+    kinds: dict[int, str | None] = {}
     for n in ev.lengths:
         path = sets.eval_file(ev.data_root, n)
         try:
             samples = {}
+            marks: set[str | None] = set()
             for s in sets.iter_eval_file(path):
                 samples[s["id"]] = s["answers"]
+                marks.add(s["set"])
                 # A context of at most `cap` UTF-8 bytes has at most `cap` tokens.
                 if cap is None or len(s["context"].encode("utf-8")) <= cap:
                     continue
@@ -107,15 +152,11 @@ def scan_lengths(config: MemAgentEvalConfig) -> dict[int, dict[str, list[str]]]:
                 from memagent_workflow.context import encode_context
 
                 tokens = len(encode_context(tokenizer, s["context"]))
-                if tokens > cap:
-                    raise EvalRefused(
-                        f"{path}: sample {s['id']!r} has {tokens} context tokens, "
-                        f"{-(-tokens // mem.chunk_tokens)} chunks of "
-                        f"{mem.chunk_tokens}, more than memagent.max_chunks="
-                        f"{mem.max_chunks}. Evaluation never cuts a document: set "
-                        "memagent.max_chunks=null (the original protocol)."
-                    )
+                why = cut_refusal(tokens, mem.chunk_tokens, mem.max_chunks)
+                if why:
+                    raise EvalRefused(f"{path}: sample {s['id']!r}: {why}")
         except sets.EvalDataError as exc:
             raise EvalRefused(str(exc)) from exc
         out[n] = samples
-    return out
+        kinds[n] = sets.BUILT_SET if sets.BUILT_SET in marks else None
+    return out, kinds

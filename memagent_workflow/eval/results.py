@@ -25,7 +25,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.data.files import atomic_write
 from memagent_workflow.reward import exact_match, extract_boxed, f1, sub_em
 
 RECORD_KEYS = (
@@ -180,16 +179,26 @@ def _mean(values: Iterable[float | None]) -> float | None:
     return sum(vals) / len(vals) if vals else None
 
 
+METRICS = ("sub_em", "em", "f1")
+DENOMINATORS = (
+    "sub_em, em, f1: % over every sample, a failed one counting as wrong (the "
+    "headline); *_non_failed: % over the samples that did not fail (the original "
+    "evaluation's convention: it drops failed requests, i.e. empty outputs)"
+)
+
+
 def summarize_length(
     n: int,
     records: dict[str, dict[str, Any]],
     expected_ids: Iterable[str] | None = None,
     timing: Iterable[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Numbers for one length; accuracies in percent over *every* recorded sample.
+    """Numbers for one length, with both denominators.
 
-    Failed samples count as wrong and are reported in ``failures``; samples of
-    ``expected_ids`` with no record at all are reported in ``missing``.
+    ``sub_em``, ``em``, ``f1``: percent over *every* recorded sample, failed
+    ones counting as wrong. ``*_non_failed``: percent over the ``non_failed``
+    samples only. Failed samples are counted in ``failures``; samples of
+    ``expected_ids`` with no record at all in ``missing``.
     """
     if expected_ids is not None:
         expected = [str(i) for i in expected_ids]
@@ -199,22 +208,22 @@ def summarize_length(
     else:
         missing = None
     recs = list(records.values())
-    count = len(recs)
+    ok = [r for r in recs if r.get("error") is None]
     seg = [t for t in timing if t.get("length") == n]
     wall = sum(float(t["wall_s"]) for t in seg)
     tokens = sum(int(t["output_tokens"]) for t in seg)
 
-    def pct(key: str) -> float | None:
-        return 100.0 * sum(float(r[key]) for r in recs) / count if count else None
+    def pct(rows: list[dict[str, Any]], key: str) -> float | None:
+        return 100.0 * sum(float(r[key]) for r in rows) / len(rows) if rows else None
 
     return {
         "length": n,
-        "n": count,
+        "n": len(recs),
         "missing": missing,
-        "failures": sum(r.get("error") is not None for r in recs),
-        "sub_em": pct("sub_em"),
-        "em": pct("em"),
-        "f1": pct("f1"),
+        "failures": len(recs) - len(ok),
+        "non_failed": len(ok),
+        **{key: pct(recs, key) for key in METRICS},
+        **{f"{key}_non_failed": pct(ok, key) for key in METRICS},
         "mean_chunks": _mean(r.get("n_chunks") for r in recs),
         "mean_context_tokens": _mean(r.get("context_tokens") for r in recs),
         "wall_s": wall if seg else None,
@@ -247,10 +256,4 @@ def summarize(
         )
         for n in lengths
     ]
-    return {"meta": meta or {}, "lengths": rows}
-
-
-def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    """Write JSON to a temp file and rename it over ``path``."""
-    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-    atomic_write(path, lambda tmp: tmp.write_text(text, "utf-8"))
+    return {"meta": {**(meta or {}), "denominators": DENOMINATORS}, "lengths": rows}

@@ -12,18 +12,28 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.data.files import atomic_write
+from memagent_workflow.data import hub
+from memagent_workflow.data.files import DataError, read_records, write_json
+from memagent_workflow.data.schema import BadField, check_rows, show
 
 DEFAULT_LENGTHS = (50, 100, 200, 400, 800, 1600, 3200, 6400)
+# The official sets: full text up to 6400 documents (896K tokens), index-only
+# (document indices into HotpotQA's dev paragraphs) for 12800 and 25600.
+OFFICIAL_LENGTHS = (*DEFAULT_LENGTHS, 12800, 25600)
 HUB_REPO_ID = "BytedTsinghua-SIA/hotpotqa"
+# The hub revision downloads read by default ("main" until a commit is pinned;
+# --revision sets another, and each download records the commit it got).
+HUB_REVISION = "main"
+# The ``set`` field of samples built here rather than taken from the hub.
+BUILT_SET = "RULER-HQA-style"
 _DOC_HEADER = re.compile(r"^Document \d+:$", re.MULTILINE)
 
 
-class EvalDataError(ValueError):
+class EvalDataError(DataError):
     """A missing, malformed or unobtainable evaluation or source file."""
 
 
@@ -35,121 +45,30 @@ def eval_file(data_root: str | os.PathLike, n: int) -> Path:
 # ---------------------------------------------------------------- loading
 
 
-def _nonempty_str(x: Any) -> bool:
-    return isinstance(x, str) and bool(x.strip())
-
-
-def _is_id(x: Any) -> bool:
-    return isinstance(x, str | int) and not isinstance(x, bool)
-
-
-def _first(raw: dict, names: Sequence[str]) -> tuple[str | None, Any]:
-    for name in names:
-        if name in raw:
-            return name, raw[name]
-    return None, None
-
-
-def _normalise(raw: Any, i: int, path: Path) -> dict:
-    """One sample in our field names, or an ``EvalDataError`` saying what is wrong."""
-    if not isinstance(raw, dict):
-        raise EvalDataError(
-            f"{path}: sample {i}: expected a JSON object, got {type(raw).__name__}"
-        )
-    id_field, sid = _first(raw, ("id", "_id", "index"))
-    where = f"{path}: sample {i}"
-    if id_field is None:
-        sid = str(i)
-    elif not _is_id(sid):
-        raise EvalDataError(f"{where}: field '{id_field}' must be a string or int")
-    else:
-        sid = str(sid)
-        where += f" (id {sid!r})"
-
-    def bad(field: str, why: str) -> EvalDataError:
-        return EvalDataError(f"{where}: field '{field}' {why}")
-
-    q_field, question = _first(raw, ("question", "input"))
-    if q_field is None:
-        raise bad("question", "is missing (also looked for 'input')")
-    if not _nonempty_str(question):
-        raise bad(q_field, "must be a non-empty string")
-    if "context" not in raw:
-        raise bad("context", "is missing")
-    context = raw["context"]
-    if isinstance(context, list):
-        raise bad(
-            "context",
-            "is a list of paragraph indices (the original index-only format for "
-            "N > 10000); rebuild such files with `prepare_eval_data.py --build`",
-        )
-    if not isinstance(context, str):
-        raise bad("context", f"must be a string, got {type(context).__name__}")
-    if "answers" not in raw:
-        raise bad("answers", "is missing")
-    answers = raw["answers"]
-    if isinstance(answers, str):
-        answers = [answers]
-    if (
-        not isinstance(answers, list)
-        or not answers
-        or not all(map(_nonempty_str, answers))
-    ):
-        raise bad("answers", "must be a non-empty list of non-empty strings")
+def _num_docs(raw: dict, row: dict) -> None:
+    """Add ``num_docs`` (the file's own count, else the ``Document k:`` headers)
+    and ``set`` (e.g. ``RULER-HQA-style`` for a built set; None if unmarked)."""
+    kind = raw.get("set")
+    if kind is not None and not isinstance(kind, str):
+        raise BadField("set", f"expected a string, got {show(kind)}")
+    row["set"] = kind
     num_docs = raw.get("num_docs")
     if num_docs is None:
-        num_docs = len(_DOC_HEADER.findall(context))
+        num_docs = len(_DOC_HEADER.findall(row["context"]))
     elif isinstance(num_docs, bool) or not isinstance(num_docs, int) or num_docs < 0:
-        raise bad("num_docs", "must be a non-negative integer")
-    return {
-        "id": sid,
-        "question": question,
-        "context": context,
-        "answers": list(answers),
-        "num_docs": num_docs,
-    }
-
-
-def _raw_samples(path: Path) -> Iterator[Any]:
-    """Raw samples; streams one-sample-per-line files, else falls back to json.load."""
-    yielded = 0
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            if f.readline().strip() == "[":
-                for line in f:
-                    if (line := line.strip()) == "]":
-                        if not f.read().strip():
-                            return
-                        break  # trailing data: let json.load report it
-                    yield json.loads(line.removesuffix(","))
-                    yielded += 1
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        pass  # not the one-sample-per-line layout: parse the whole file below
-    try:
-        with path.open(encoding="utf-8") as f:
-            data = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise EvalDataError(f"{path}: not valid JSON: {exc}") from exc
-    if not isinstance(data, list):
-        raise EvalDataError(
-            f"{path}: top level must be a JSON list of samples, got {type(data).__name__}"
-        )
-    yield from data[yielded:]
+        raise BadField("num_docs", f"expected an int >= 0, got {show(num_docs)}")
+    row["num_docs"] = num_docs
 
 
 def iter_eval_file(path: str | os.PathLike) -> Iterator[dict]:
-    """Validated, normalised samples one at a time (streams files written by ``build``)."""
-    path = Path(path)
-    seen: dict[str, int] = {}
-    for i, raw in enumerate(_raw_samples(path)):
-        sample = _normalise(raw, i, path)
-        if sample["id"] in seen:
-            raise EvalDataError(
-                f"{path}: sample {i} (id {sample['id']!r}): field 'id' duplicates "
-                f"sample {seen[sample['id']]}"
-            )
-        seen[sample["id"]] = i
-        yield sample
+    """Validated samples ``{id, question, context, answers, num_docs}``, streamed.
+
+    Every bad sample is reported in one :class:`EvalDataError` after the last.
+    """
+    try:
+        yield from check_rows(read_records(path), str(path), extra=_num_docs)
+    except DataError as exc:
+        raise EvalDataError(str(exc)) from None
 
 
 def load_eval_file(path: str | os.PathLike) -> list[dict]:
@@ -176,47 +95,101 @@ def status(
 
 def format_status(data_root: str | os.PathLike, found: dict[int, Path | None]) -> str:
     """A printable present/missing table for the result of ``status``."""
+    from memagent_workflow.eval.expand import is_index_only
+
     lines = [f"RULER-HQA eval files under {data_root}:"]
     for n, p in found.items():
         if p is None:
             lines.append(f"  eval_{n}.json  missing")
-        else:
-            size = p.stat().st_size / 2**20
-            lines.append(f"  eval_{n}.json  present  ({size:.1f} MiB)")
+            continue
+        size = p.stat().st_size / 2**20
+        note = ""
+        if is_index_only(p):
+            note = (
+                "; index-only: expand it with --expand "
+                f"{p} --source hotpot_dev_distractor_v1.json --output {p}"
+            )
+        lines.append(f"  eval_{n}.json  present  ({size:.1f} MiB{note})")
     missing = sum(p is None for p in found.values())
     lines.append(f"{len(found) - missing} present, {missing} missing")
     return "\n".join(lines)
 
 
-def _hf_hub_download(repo_id: str, filename: str) -> Path:
-    """Fetch one dataset file into the HF cache; the only network call (tests patch it)."""
-    from huggingface_hub import hf_hub_download
-
-    return Path(hf_hub_download(repo_id, filename, repo_type="dataset"))
+MANIFEST = "hub_download.json"
 
 
 def download(
     data_root: str | os.PathLike,
-    lengths: Iterable[int] = DEFAULT_LENGTHS,
+    lengths: Iterable[int] = OFFICIAL_LENGTHS,
     repo_id: str = HUB_REPO_ID,
+    revision: str = HUB_REVISION,
     force: bool = False,
-) -> list[Path]:
-    """Fetch missing (or, with ``force``, all) files from the hub; validate each."""
+    source: str | os.PathLike | None = None,
+) -> dict[str, Any]:
+    """Fetch the official files of ``lengths`` that the hub holds, at one commit.
+
+    ``revision`` (branch, tag or commit) is resolved to its commit first and
+    every file is read at that commit; ``{data_root}/hub_download.json``
+    records it per file. A file is checked before it replaces anything. An
+    index-only file (N > 10000) is expanded to text when ``source`` (HotpotQA's
+    dev file) is given, else kept as it is. Returns what happened:
+    ``commit``, ``written``, ``skipped`` (present), ``not_on_hub`` (lengths),
+    ``index_only`` (written as indices).
+    """
+    from memagent_workflow.eval.expand import check_index_only, expand_file
+
     root = Path(data_root)
     root.mkdir(parents=True, exist_ok=True)
-    written = []
-    for n in lengths:
-        dest = eval_file(root, n)
-        if dest.is_file() and not force:
-            continue
-        try:
-            cached = _hf_hub_download(repo_id, dest.name)
-        except Exception as exc:  # network, auth, missing file: all the same here
-            raise EvalDataError(
-                f"could not download {dest.name} from dataset {repo_id}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        count_eval_samples(cached)
-        atomic_write(dest, lambda tmp, src=cached: shutil.copyfile(src, tmp))
-        written.append(dest)
-    return written
+    try:
+        commit = hub.resolve_revision(repo_id, revision)
+        names = set(hub.list_files(repo_id, commit))
+    except hub.HubError as exc:
+        raise EvalDataError(str(exc)) from exc
+    report: dict[str, Any] = {
+        "repo_id": repo_id,
+        "revision": revision,
+        "commit": commit,
+        "written": [],
+        "skipped": [],
+        "not_on_hub": [],
+        "index_only": [],
+    }
+    manifest_path = root / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+    staging = root / ".download"  # hub files are checked here before they count
+    try:
+        for n in lengths:
+            dest = eval_file(root, n)
+            if dest.name not in names:
+                report["not_on_hub"].append(n)
+                continue
+            if dest.is_file() and not force:
+                report["skipped"].append(dest)
+                continue
+            try:
+                fetched = hub.download_file(
+                    repo_id, dest.name, local_dir=staging, revision=commit
+                )
+            except hub.HubError as exc:
+                raise EvalDataError(str(exc)) from exc
+            index_only = check_index_only(fetched)  # checks an index-only file
+            if not index_only:
+                count_eval_samples(fetched)
+            if index_only and source is not None:
+                expand_file(fetched, source, dest)
+            else:
+                os.replace(fetched, dest)
+                if index_only:
+                    report["index_only"].append(dest)
+            report["written"].append(dest)
+            manifest[dest.name] = {
+                "repo_id": repo_id,
+                "revision": revision,
+                "commit": commit,
+                "index_only": index_only,
+                "expanded_from": str(source) if index_only and source else None,
+            }
+            write_json(manifest_path, manifest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return report

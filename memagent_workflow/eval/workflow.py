@@ -15,6 +15,8 @@ from typing import Any
 from areal.api import InferenceEngine
 from areal.utils import logging
 
+from memagent_workflow.chunking import cut_refusal
+from memagent_workflow.data.schema import BadField, parse_id
 from memagent_workflow.eval.results import make_record
 from memagent_workflow.workflow import MemAgentWorkflow
 
@@ -23,6 +25,18 @@ logger = logging.getLogger("MemAgentEval")
 
 def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def _id_and_answers(data: Any) -> tuple[str, list[str]]:
+    """What a result record needs even for a malformed sample (best effort)."""
+    raw = data if isinstance(data, dict) else {}
+    try:
+        sample_id = parse_id(raw, fallback="<no id>")
+    except BadField:
+        sample_id = "<bad id>"
+    answers = raw.get("answers") or []
+    answers = [answers] if isinstance(answers, str) else list(answers)
+    return sample_id, [a for a in answers if isinstance(a, str)]
 
 
 class MemAgentEvalWorkflow(MemAgentWorkflow):
@@ -38,27 +52,22 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any]:
-        sample_id = str(data.get("id", "<no id>"))
-        answers = data.get("answers") or []
-        answers = [answers] if isinstance(answers, str) else list(answers)
+        sample_id, answers = _id_and_answers(data)
         start = time.perf_counter()
         try:
             doc = await self.read_document(data)
         except Exception as exc:  # malformed sample: retrying will not help
             return make_record(sample_id, answers, None, error=_why(exc))
         n_chunks, context_tokens = len(doc.chunks), doc.context_tokens
-        if doc.truncated_tokens:
-            needed = -(-context_tokens // self.chunk_tokens)
+        why = cut_refusal(context_tokens, self.chunk_tokens, self.max_chunks)
+        if why:
             return make_record(
                 sample_id,
                 answers,
                 None,
-                n_chunks=needed,
+                n_chunks=-(-context_tokens // self.chunk_tokens),
                 context_tokens=context_tokens,
-                error=(
-                    f"the context needs {needed} chunks, more than memagent.max_chunks="
-                    f"{self.max_chunks}; evaluation never cuts a document"
-                ),
+                error=why,
             )
         error = "no attempt made"
         for attempt in range(1 + self.max_retries):

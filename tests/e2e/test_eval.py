@@ -75,18 +75,66 @@ def test_summary_counts_failures_and_missing_in_the_denominator(tmp_path):
     timing = [{"length": 50, "wall_s": 2.0, "samples": 3, "output_tokens": 100}]
     row = results.summarize_length(50, recs, ["a", "b", "c", "d"], timing)
     assert (row["n"], row["failures"], row["missing"]) == (3, 1, 1)
-    assert row["sub_em"] == pytest.approx(100 / 3)
+    assert row["non_failed"] == 2
+    assert row["sub_em"] == pytest.approx(100 / 3)  # failures count as wrong
+    assert row["sub_em_non_failed"] == pytest.approx(50.0)  # the original's way
+    assert row["em_non_failed"] == pytest.approx(50.0)
     assert row["mean_chunks"] == 3.0 and row["tokens_per_s"] == 50.0
 
 
-def test_report_sets_our_row_beside_the_paper(tmp_path):
-    rows = [results.summarize_length(50, {"a": results.make_record("a", ["x"], "")})]
+def test_report_shows_both_denominators(tmp_path):
+    recs = {
+        "a": results.make_record("a", ["x"], "\\boxed{x}"),
+        "b": results.make_record("b", ["x"], None, error="engine down"),
+        "c": results.make_record("c", ["x"], None, error="engine down"),
+        "d": results.make_record("d", ["x"], "\\boxed{y}"),
+    }
+    rows = [results.summarize_length(50, recs)]
+    summary = {"meta": {"denominators": "..."}, "lengths": rows}
+    text = report.results_markdown(summary)
+    # n 4, 2 failed: 1 right of 4 (all) = 25%, 1 right of 2 (non-failed) = 50%
+    assert "| 50 | 7K | 4 | 2 | - | 25.00 | 50.00 | 25.00 | 50.00 |" in text
+    assert "| **this run** (all) | 25.00 |" in text
+    assert "| this run (non-failed) | 50.00 |" in text
+    assert "sub-EM (all) | sub-EM (non-failed)" in text
+
+
+def test_report_sets_our_row_beside_the_paper(tmp_path, monkeypatch):
+    import matplotlib.image
+    from matplotlib.figure import Figure
+
+    def rec(i, pred, tokens):
+        return results.make_record(i, ["x"], pred, n_chunks=2, context_tokens=tokens)
+
+    rows = [
+        results.summarize_length(
+            50, {"a": rec("a", "\\boxed{x}", 6000), "b": rec("b", "\\boxed{y}", 8000)}
+        ),
+        results.summarize_length(100, {"a": rec("a", "\\boxed{x}", 14500)}),
+    ]
     summary = {"meta": {"label": "mine"}, "lengths": rows}
+    figures = []
+    save = Figure.savefig
+    monkeypatch.setattr(
+        Figure,
+        "savefig",
+        lambda fig, *a, **k: (figures.append(fig), save(fig, *a, **k)),
+    )
     md, png = report.write_report(summary, tmp_path)
     text = md.read_text()
-    assert "| **this run** | 0.00 |" in text
-    assert "| RL-MemAgent-14B (paper) | 83.59 |" in text
-    assert png.stat().st_size > 10_000
+    assert "| **this run** (all) | 50.00 | 100.00 |" in text
+    assert "| RL-MemAgent-14B (paper) | 83.59 | 82.03 |" in text
+    # the plot: our line at (mean context tokens, sub-EM), beside the paper's rows
+    (ax,) = figures[0].axes
+    lines = {line.get_label(): line.get_xydata().tolist() for line in ax.get_lines()}
+    assert lines["mine"] == [[7000, 50], [14500, 100]]
+    paper = report.ANCHORS["Qwen2.5-7B-Instruct-1M (paper)"]
+    assert lines["Qwen2.5-7B-Instruct-1M (paper)"] == [
+        [report.PAPER_TOKENS[n], v] for n, v in paper.items() if v is not None
+    ]
+    assert set(lines) == {"mine", *report.ANCHORS}
+    assert ax.get_xscale() == "log"
+    assert matplotlib.image.imread(png).shape == (600, 840, 4)  # a whole PNG
 
 
 # ------------------------------------------------------------ eval workflow
@@ -205,7 +253,7 @@ def test_refuses_missing_and_malformed_eval_files(tmp_path):
         scan_lengths(cfg)
     bad = {"id": "q", "input": "Q?", "context": [1, 2], "answers": ["a"]}
     write_eval_file(data, 8, [bad])
-    with pytest.raises(EvalRefused, match="paragraph indices"):
+    with pytest.raises(EvalRefused, match="document indices"):
         scan_lengths(cfg)
 
 
@@ -217,7 +265,8 @@ def test_a_chunk_cap_below_what_a_sample_needs_is_refused(tmp_path, tiny_model_d
     overrides = [f"eval.data_root={data}", f"actor.path={tiny_model_dir}"]
     cfg = load_eval_config(tmp_path, "config_eval_cpu.yaml", *overrides)
     cfg.eval.lengths = [8]
-    assert set(scan_lengths(cfg)[8]) == {"synthetic-1-0", "synthetic-1-1"}
+    ids, kinds = scan_lengths(cfg)
+    assert set(ids[8]) == {"synthetic-1-0", "synthetic-1-1"} and kinds == {8: None}
     cfg.memagent.max_chunks = 1
     with pytest.raises(EvalRefused, match="more than memagent.max_chunks=1"):
         scan_lengths(cfg)
@@ -272,6 +321,9 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+PRESEEDED = "PRESEEDED \\boxed{new york city}"
+
+
 @pytest.fixture(scope="module")
 def killed_then_resumed(tmp_path_factory, tiny_model_dir):
     """Run eval.py, SIGKILL it once a few samples are written, run it again."""
@@ -285,9 +337,8 @@ def killed_then_resumed(tmp_path_factory, tiny_model_dir):
     # A scored sample from an earlier run is kept; a failed one is retried.
     out.mkdir()
     with results.ResultWriter(out / "length_12.jsonl") as w:
-        w.write(
-            results.make_record(ids12[0], ["a"], "PRESEEDED \\boxed{a}", n_chunks=3)
-        )
+        # sub-EM 1, EM 0, F1 0.8: the summary must tell the three apart
+        w.write(results.make_record(ids12[0], ["new york"], PRESEEDED, n_chunks=3))
         w.write(results.make_record(ids12[1], ["a"], None, error="earlier failure"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TORCHDYNAMO_DISABLE": "1"}
     cmd = eval_cmd(data, out, tiny_model_dir)
@@ -313,6 +364,7 @@ def killed_then_resumed(tmp_path_factory, tiny_model_dir):
     assert run2.returncode == 0, run2.stderr.decode()[-3000:]
     return {
         "out": out,
+        "data": data,
         "ids": {12: ids12, 24: [f"synthetic-24-{i}" for i in range(3)]},
         "lines_at_kill": lines_at_kill,
         "orphans": orphans,
@@ -335,27 +387,49 @@ def test_resume_writes_every_id_exactly_once(killed_then_resumed):
     # Every line parses (a torn tail was cut) and only the failed id has two lines.
     assert len(lines) == len(ids[12]) + 1 and lines[1]["error"] == "earlier failure"
     recs = results.read_records(out / "length_12.jsonl")
-    assert recs[ids[12][0]]["prediction"] == "PRESEEDED \\boxed{a}"  # skipped
+    assert recs[ids[12][0]]["prediction"] == PRESEEDED  # skipped
     assert recs[ids[12][1]]["error"] is None  # retried, superseding the failure
     assert set(results.read_records(out / "length_24.jsonl")) == set(ids[24])
 
 
-def test_summary_matches_the_jsonl(killed_then_resumed):
+def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
+    import yaml
+
+    from memagent_workflow.workflow import load_tokenizer
+
     out, ids = killed_then_resumed["out"], killed_then_resumed["ids"]
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    config = yaml.safe_load((REPO / "config_eval_cpu.yaml").read_text())
+    chunk = config["memagent"]["chunk_tokens"]
+    data = killed_then_resumed["data"]
     summary = json.loads((out / "summary.json").read_text())
     assert [r["length"] for r in summary["lengths"]] == [12, 24]
     for row in summary["lengths"]:
-        recs = list(
-            results.read_records(out / f"length_{row['length']}.jsonl").values()
-        )
-        assert row["n"] == len(recs) == len(ids[row["length"]]) and row["missing"] == 0
-        assert row["failures"] == sum(r["error"] is not None for r in recs) == 0
-        for key in ("sub_em", "em", "f1"):
-            assert row[key] == pytest.approx(
-                100 * sum(r[key] for r in recs) / len(recs)
-            )
-        assert row["mean_chunks"] == pytest.approx(
-            sum(r["n_chunks"] for r in recs) / len(recs)
-        )
-        assert row["mean_chunks"] >= 2 and row["wall_s"] > 0 and row["tokens_per_s"] > 0
+        n = row["length"]
+        recs = results.read_records(out / f"length_{n}.jsonl")
+        assert row["n"] == len(recs) == len(ids[n]) and row["missing"] == 0
+        assert row["failures"] == sum(r["error"] is not None for r in recs.values())
+        assert row["failures"] == 0
+        # each sample's chunks and context tokens, from the eval file itself
+        samples = json.loads((data / f"eval_{n}.json").read_text())
+        for sample in samples:
+            if sample["id"] == ids[12][0]:
+                continue  # the preseeded record was skipped, as written
+            rec = recs[sample["id"]]
+            tokens = len(tokenizer.encode(sample["context"], add_special_tokens=False))
+            want = (tokens, -(-tokens // chunk))
+            assert (rec["context_tokens"], rec["n_chunks"]) == want
+        for key in ("sub_em", "em", "f1", "n_chunks", "context_tokens"):
+            total = sum(r[key] for r in recs.values() if r[key] is not None)
+            count = sum(r[key] is not None for r in recs.values())
+            name = {"n_chunks": "mean_chunks", "context_tokens": "mean_context_tokens"}
+            scale = 100 if key in ("sub_em", "em", "f1") else 1
+            assert row[name.get(key, key)] == pytest.approx(scale * total / count), key
+            if key in ("sub_em", "em", "f1"):  # nothing failed: both denominators agree
+                assert row[f"{key}_non_failed"] == pytest.approx(row[key])
+        assert row["wall_s"] > 0 and row["tokens_per_s"] > 0
+    # the preseeded record's scores (sub-EM 1, EM 0, F1 0.8) are in the length-12 row
+    row12 = summary["lengths"][0]
+    assert row12["sub_em"] >= 100 / 16 and row12["f1"] >= 80 / 16
+    assert row12["sub_em"] != row12["em"] != row12["f1"]
     assert (out / "results.md").is_file() and (out / "accuracy.png").is_file()

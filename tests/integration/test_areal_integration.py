@@ -165,7 +165,16 @@ def test_one_ppo_update_is_finite_and_moves_the_weights(actor, trajectories):
         traj["rewards"] = torch.tensor([1.0, -0.5, -0.5]).repeat_interleave(per_episode)
     before = [p.detach().clone() for p in actor.model.parameters()]
     stats_tracker.export_all(reset=True)
-    actor.ppo_update(actor.compute_advantages(batch))
+    batch = actor.compute_advantages(batch)
+    for traj, rows in zip(batch, trajectories, strict=True):
+        # the README's claim on the real rows: position t scores token t + 1, and
+        # every generated token carries its row's advantage; nothing else is scored
+        assert torch.equal(traj["loss_mask"][:, :-1], rows["loss_mask"][:, 1:].float())
+        assert not traj["loss_mask"][:, -1].any()
+        mask = traj["loss_mask"].bool()
+        row_adv = traj["rewards"][:, None].expand_as(mask)
+        assert torch.allclose(traj["advantages"][mask], row_adv[mask], atol=1e-6)
+    actor.ppo_update(batch)
     stats = stats_tracker.export_all(reset=True)
     losses = [
         v

@@ -13,8 +13,20 @@ import pyarrow.parquet as pq
 import pytest
 
 from examples import prepare_data
-from memagent_workflow.data import synthetic, training
-from memagent_workflow.data.training import DataError
+from memagent_workflow.data import files, hub, synthetic
+from memagent_workflow.data.files import DataError, read_records
+from memagent_workflow.data.schema import check_rows
+from memagent_workflow.data.training import training_rows
+
+
+def convert_file(path):
+    return list(training_rows([path]))
+
+
+def convert_rows(rows, source):
+    labelled = ((f"row {i} (0-based)", r) for i, r in enumerate(rows))
+    return list(check_rows(labelled, source))
+
 
 CONTEXT = "Document 1:\nAlpha\nAlpha was born in Beta.\n\nDocument 2:\nBeta\nBeta is in Gamma."
 
@@ -61,7 +73,7 @@ def test_parquet_in_memagent_layout_converts(tmp_path):
             memagent_row(9, "When?", ["1900", "c. 1900"]),
         ],
     )
-    assert training.convert_file(src) == [
+    assert convert_file(src) == [
         {"id": "7", "question": "Who?", "context": CONTEXT, "answers": ["Gamma"]},
         {
             "id": "9",
@@ -73,13 +85,13 @@ def test_parquet_in_memagent_layout_converts(tmp_path):
 
 
 def test_single_string_ground_truth_becomes_a_list():
-    [row] = training.convert_rows([memagent_row(0, answer="Gamma")], "mem")
+    [row] = convert_rows([memagent_row(0, answer="Gamma")], "mem")
     assert row["answers"] == ["Gamma"]
 
 
 def test_jsonl_of_converted_rows_round_trips(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", [good(0), good(1)])
-    assert training.convert_file(src) == [good(0), good(1)]
+    assert convert_file(src) == [good(0), good(1)]
 
 
 def test_ruler_eval_json_list_uses_input_and_index(tmp_path):
@@ -88,14 +100,14 @@ def test_ruler_eval_json_list_uses_input_and_index(tmp_path):
     ]
     src = tmp_path / "eval_50.json"
     src.write_text(json.dumps(rows), encoding="utf-8")
-    assert training.convert_file(src) == [
+    assert convert_file(src) == [
         {"id": "5", "question": "Q?", "context": CONTEXT, "answers": ["a"]}
     ]
 
 
 def test_id_falls_back_to_row_position():
     rows = [{"question": "Q?", "context": CONTEXT, "answers": ["a"]}] * 2
-    assert [r["id"] for r in training.convert_rows(rows, "mem")] == ["0", "1"]
+    assert [r["id"] for r in convert_rows(rows, "mem")] == ["0", "1"]
 
 
 def test_limit_keeps_the_first_rows(tmp_path, capsys):
@@ -121,7 +133,7 @@ BAD_ROWS = [
     (
         {"question": "  ", "context": CONTEXT, "answers": ["a"]},
         "'question'",
-        "empty question",
+        "expected a non-empty string",
     ),
     ({"context": CONTEXT, "answers": ["a"]}, "'prompt[0].content'", "missing"),
     ({"question": "Q?", "context": CONTEXT}, "'reward_model.ground_truth'", "missing"),
@@ -148,9 +160,10 @@ BAD_ROWS = [
 def test_bad_jsonl_row_names_file_line_and_field(tmp_path, bad, field, problem):
     src = write_jsonl(tmp_path / "train.jsonl", [good(0), good(1), bad])
     with pytest.raises(DataError) as err:
-        training.convert_file(src)
+        convert_file(src)
     message = str(err.value)
-    assert message.startswith(f"{src}: line 3: field ")
+    assert message.startswith(f"{src}: 1 bad row(s); nothing was written")
+    assert f"\n  {src}: line 3" in message and ": field " in message
     assert field in message and problem in message
 
 
@@ -158,23 +171,25 @@ def test_blank_jsonl_lines_are_skipped_but_counted(tmp_path):
     src = tmp_path / "train.jsonl"
     src.write_text(json.dumps(good(0)) + "\n\n" + json.dumps({"question": "Q"}) + "\n")
     with pytest.raises(DataError, match=r"train\.jsonl: line 3: field 'context'"):
-        training.convert_file(src)
+        convert_file(src)
 
 
 def test_bad_json_line_reports_the_decoder_message(tmp_path):
     src = tmp_path / "train.jsonl"
     src.write_text(json.dumps(good(0)) + "\n{not json\n")
     with pytest.raises(DataError) as err:
-        training.convert_file(src)
-    assert str(err.value).startswith(
-        f"{src}: line 2: invalid JSON: Expecting property name"
+        convert_file(src)
+    assert f"{src}: line 2: field '(row)': invalid JSON: Expecting property name" in (
+        str(err.value)
     )
 
 
 def test_non_object_json_line_is_rejected(tmp_path):
     src = write_jsonl(tmp_path / "train.jsonl", [["a", "list"]])
-    with pytest.raises(DataError, match="line 1: expected a JSON object, got list"):
-        training.convert_file(src)
+    with pytest.raises(
+        DataError, match=r"line 1: field '\(row\)': expected an object, got list"
+    ):
+        convert_file(src)
 
 
 def test_duplicate_ids_name_both_rows(tmp_path):
@@ -182,10 +197,10 @@ def test_duplicate_ids_name_both_rows(tmp_path):
         tmp_path / "t.parquet", [memagent_row(4), memagent_row(5), memagent_row(4)]
     )
     with pytest.raises(DataError) as err:
-        training.convert_file(src)
+        convert_file(src)
     assert str(err.value) == (
-        f"{src}: row 2 (0-based): field 'extra_info.index': "
-        f"duplicate id '4' (first used at {src}: row 0 (0-based))"
+        f"{src}: 1 bad row(s); nothing was written:\n  {src}: row 2 (0-based) (id '4'): "
+        f"field 'id': duplicate '4' (first at {src}: row 0 (0-based))"
     )
 
 
@@ -195,23 +210,24 @@ def test_parquet_errors_use_zero_based_row_index(tmp_path):
     )
     with pytest.raises(
         DataError,
-        match=r"t\.parquet: row 1 \(0-based\): field 'prompt\[0\]\.content': empty question",
+        match=r"t\.parquet: row 1 \(0-based\) \(id '1'\): field 'prompt\[0\]\.content': expected a non-empty string",
     ):
-        training.convert_file(src)
+        convert_file(src)
 
 
 def test_index_only_eval_context_is_rejected(tmp_path):
     src = tmp_path / "eval_25600.json"
     src.write_text(json.dumps([{"input": "Q", "context": [1, 2], "answers": ["a"]}]))
     with pytest.raises(
-        DataError, match=r"item 0 \(0-based\): field 'context': expected a string"
+        DataError,
+        match=r"item 0 \(0-based\): field 'context': is a list of document indices",
     ):
-        training.convert_file(src)
+        convert_file(src)
 
 
 def test_plain_dict_rows_are_labelled_by_position():
-    with pytest.raises(DataError, match=r"^mem: row 1 \(0-based\): field 'context'"):
-        training.convert_rows([good(0), {"question": "Q", "answers": ["a"]}], "mem")
+    with pytest.raises(DataError, match=r"\n  mem: row 1 \(0-based\): field 'context'"):
+        convert_rows([good(0), {"question": "Q", "answers": ["a"]}], "mem")
 
 
 @pytest.mark.parametrize(
@@ -223,14 +239,14 @@ def test_plain_dict_rows_are_labelled_by_position():
 )
 def test_unreadable_inputs(tmp_path, name, problem):
     with pytest.raises(DataError, match=problem):
-        list(training.load_rows(tmp_path / name))
+        list(read_records(tmp_path / name))
 
 
 def test_corrupt_parquet(tmp_path):
     src = tmp_path / "t.parquet"
     src.write_bytes(b"not a parquet file")
     with pytest.raises(DataError, match="cannot read parquet"):
-        training.convert_file(src)
+        convert_file(src)
 
 
 # --------------------------------------------------------------- atomic write
@@ -244,7 +260,7 @@ def test_failed_conversion_leaves_no_output_and_no_temp_file(tmp_path, capsys):
     assert code == 2
     assert list(out_dir.iterdir()) == []
     assert err.splitlines()[-1] == (
-        f"error: {src}: line 2: field 'id': duplicate id 'q0' (first used at {src}: line 1)"
+        f"  {src}: line 2 (id 'q0'): field 'id': duplicate 'q0' (first at {src}: line 1)"
     )
 
 
@@ -262,7 +278,7 @@ def test_failed_conversion_keeps_the_previous_output(tmp_path, capsys):
 def test_successful_write_replaces_the_previous_output(tmp_path):
     out = tmp_path / "train.jsonl"
     out.write_text("previous\n")
-    assert training.write_jsonl_atomic([good(0)], out) == 1
+    assert files.write_jsonl(out, [good(0)]) == 1
     assert [json.loads(line) for line in out.read_text().splitlines()] == [good(0)]
 
 
@@ -272,7 +288,7 @@ def test_write_removes_temp_file_when_rows_raise(tmp_path):
         raise DataError("boom")
 
     with pytest.raises(DataError, match="boom"):
-        training.write_jsonl_atomic(rows(), tmp_path / "x.jsonl")
+        files.write_jsonl(tmp_path / "x.jsonl", rows())
     assert list(tmp_path.iterdir()) == []
 
 
@@ -294,7 +310,7 @@ def test_synthetic_file_is_deterministic_per_seed(tmp_path, capsys):
 @pytest.mark.parametrize("num_docs", [2, 5, 20])
 def test_synthetic_samples_are_answerable_and_valid(num_docs):
     rows = synthetic.make_synthetic(30, seed=1, num_docs=num_docs)
-    assert training.convert_rows(rows, "synthetic") == rows  # passes validation
+    assert convert_rows(rows, "synthetic") == rows  # passes validation
     assert len({r["question"].split()[1] for r in rows}) > 1  # several question types
     for row in rows:
         [answer] = row["answers"]
@@ -327,17 +343,18 @@ def test_hf_path_converts_the_downloaded_parquet(tmp_path, monkeypatch, capsys):
     )
     calls = []
 
-    def fake_fetch(repo_id, split):
-        calls.append((repo_id, split))
-        return [local]
+    def fake_fetch(repo_id, split, revision):
+        calls.append((repo_id, split, revision))
+        return local
 
-    monkeypatch.setattr(training, "fetch_hub_files", fake_fetch)
+    monkeypatch.setattr(hub, "download_split", fake_fetch)
     out = tmp_path / "dev.jsonl"
     code, err = run_cli(
         capsys, "--hf-dataset", "org/hotpotqa", "--hf-split", "dev", "--output", out
     )
     assert code == 0, err
-    assert calls == [("org/hotpotqa", "dev")]
+    assert calls == [("org/hotpotqa", "dev", None)]
+    assert "--hf-split dev: using hotpotqa_dev.parquet of org/hotpotqa" in err
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
         "0",
         "1",
@@ -352,9 +369,19 @@ def test_hub_files_are_chosen_by_split_word():
         "eval_200.json",
         "x/dev_notes.txt",
     ]
-    assert training.select_hub_files(names, "train") == ["hotpotqa_train_32k.parquet"]
-    assert training.select_hub_files(names, "dev") == ["hotpotqa_dev.parquet"]
-    assert training.select_hub_files(names, "eval_200") == ["eval_200.json"]
+    assert hub.split_files(names, "train") == ["hotpotqa_train_32k.parquet"]
+    assert hub.split_files(names, "dev") == ["hotpotqa_dev.parquet"]
+    assert hub.split_files(names, "eval_200") == ["eval_200.json"]
+    assert hub.split_files(["device.json", "hotpotqa_devset.json"], "dev") == []
+
+
+def test_a_split_must_pick_exactly_one_file():
+    names = ["hotpotqa_train_32k.parquet", "hotpotqa_dev.parquet"]
+    assert hub.split_file(names, "train") == "hotpotqa_train_32k.parquet"
+    with pytest.raises(
+        hub.HubError, match="2 files match the split 'train'.*--hf-file"
+    ):
+        hub.split_file([*names, "hotpotqa_train_full.json"], "train")
 
 
 def test_fetch_hub_files_downloads_the_matching_files(tmp_path, monkeypatch):
@@ -362,28 +389,28 @@ def test_fetch_hub_files_downloads_the_matching_files(tmp_path, monkeypatch):
 
     downloads = []
 
-    def fake_download(repo_id, filename, repo_type):
+    def fake_download(repo_id, filename, repo_type, revision, local_dir):
         downloads.append((repo_id, filename, repo_type))
         return str(tmp_path / filename)
 
     monkeypatch.setattr(
         huggingface_hub.HfApi,
         "list_repo_files",
-        lambda self, repo_id, repo_type: [
+        lambda self, repo_id, repo_type, revision: [
             "hotpotqa_dev.parquet",
             "hotpotqa_train_32k.parquet",
         ],
     )
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    assert training.fetch_hub_files("org/hq", "train") == [
+    assert hub.download_split("org/hq", "train") == (
         tmp_path / "hotpotqa_train_32k.parquet"
-    ]
+    )
     assert downloads == [("org/hq", "hotpotqa_train_32k.parquet", "dataset")]
     with pytest.raises(
-        training.HubError,
+        hub.HubError,
         match="no .parquet/.jsonl/.json file whose name contains 'test'",
     ):
-        training.fetch_hub_files("org/hq", "test")
+        hub.download_split("org/hq", "test")
 
 
 def test_network_failure_gives_a_clear_message_and_exit_1(
@@ -391,14 +418,14 @@ def test_network_failure_gives_a_clear_message_and_exit_1(
 ):
     import huggingface_hub
 
-    def offline(self, repo_id, repo_type):
+    def offline(self, repo_id, repo_type, revision):
         raise ConnectionError("Name or service not known")
 
     monkeypatch.setattr(huggingface_hub.HfApi, "list_repo_files", offline)
     out = tmp_path / "train.jsonl"
     code, err = run_cli(capsys, "--hf-dataset", "org/hq", "--output", out)
     assert code == 1 and "Traceback" not in err
-    assert "could not download 'train' files of dataset 'org/hq'" in err
+    assert "could not download the file list of dataset 'org/hq'" in err
     assert "ConnectionError: Name or service not known" in err
     assert list(tmp_path.iterdir()) == []
 

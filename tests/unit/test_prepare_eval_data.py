@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from examples import prepare_eval_data as cli
+from memagent_workflow.data import hub as hub_module
 from memagent_workflow.eval import build as eval_build
 from memagent_workflow.eval import sets
 from memagent_workflow.eval.sets import EvalDataError
@@ -62,12 +64,13 @@ def good_sample(**over) -> dict:
 
 # ------------------------------------------------------------------ build
 
+ALL = list(range(N_QUESTIONS))
+
 
 def test_build_is_deterministic(tmp_path: Path, source: Path) -> None:
-    kw = dict(num_questions=N_QUESTIONS, progress=False)
-    a = eval_build.build([12, 30], source, 7, tmp_path / "a", **kw)
-    b = eval_build.build([12, 30], source, 7, tmp_path / "b", **kw)
-    c = eval_build.build([12, 30], source, 8, tmp_path / "c", **kw)
+    a = eval_build.build([12, 30], source, 7, tmp_path / "a", ALL, progress=False)
+    b = eval_build.build([12, 30], source, 7, tmp_path / "b", ALL, progress=False)
+    c = eval_build.build([12, 30], source, 8, tmp_path / "c", ALL, progress=False)
     assert [p.name for p in a] == ["eval_12.json", "eval_30.json"]
     for pa, pb, pc in zip(a, b, c, strict=True):
         assert pa.read_bytes() == pb.read_bytes()
@@ -75,11 +78,17 @@ def test_build_is_deterministic(tmp_path: Path, source: Path) -> None:
     assert not list((tmp_path / "a").glob(".*tmp"))  # temp files renamed away
 
 
-def test_build_contents(tmp_path: Path, source: Path) -> None:
-    (path,) = eval_build.build([30], source, 1, tmp_path, N_QUESTIONS, progress=False)
+def test_build_takes_the_given_questions_and_says_it_is_not_official(
+    tmp_path: Path, source: Path
+) -> None:
+    (path,) = eval_build.build([30], source, 1, tmp_path, [4, 1, 3], progress=False)
+    raw = json.loads(path.read_text())
+    assert [r["index"] for r in raw] == [4, 1, 3]  # the official file's order
+    assert {r["set"] for r in raw} == {"RULER-HQA-style"}
     samples = sets.load_eval_file(path)
-    assert [s["id"] for s in samples] == [f"id{q:02d}" for q in range(N_QUESTIONS)]
-    for q, s in enumerate(samples):
+    assert [s["id"] for s in samples] == ["4", "1", "3"]
+    assert {s["set"] for s in samples} == {"RULER-HQA-style"}
+    for q, s in zip([4, 1, 3], samples, strict=True):
         assert s["question"] == f"Which thing is number {q}?"
         assert s["answers"] == [f"Answer {q}"]
         assert s["num_docs"] == 30
@@ -94,35 +103,51 @@ def test_build_contents(tmp_path: Path, source: Path) -> None:
             assert sum(d.endswith("\n" + text) for d in docs) == 1
     # the question's own paragraphs are not always on top: the mix is shuffled
     first = [d.split("\n")[1] for d in samples[0]["context"].split("\n\n")[:10]]
-    assert first != [f"Title 0-{p}" for p in range(10)]
+    assert first != [f"Title 4-{p}" for p in range(10)]
+
+
+def test_official_indices_come_from_the_index_field(tmp_path: Path) -> None:
+    rows = [good_sample(id=None, index=i) for i in (7, 2, 5)]
+    assert eval_build.official_indices(write_json(tmp_path / "e.json", rows)) == [
+        7,
+        2,
+        5,
+    ]
+    with pytest.raises(EvalDataError, match="item 1 .*'index'.*official eval_N.json"):
+        eval_build.official_indices(
+            write_json(tmp_path / "f.json", [rows[0], good_sample()])
+        )
 
 
 def test_build_jsonl_source_matches_list(tmp_path: Path, source: Path) -> None:
     jsonl = tmp_path / "dev.jsonl"
     jsonl.write_text("\n".join(json.dumps(r) for r in fake_hotpot()) + "\n")
-    (a,) = eval_build.build([12], source, 3, tmp_path / "a", 4, progress=False)
-    (b,) = eval_build.build([12], jsonl, 3, tmp_path / "b", 4, progress=False)
+    (a,) = eval_build.build([12], source, 3, tmp_path / "a", ALL[:4], progress=False)
+    (b,) = eval_build.build([12], jsonl, 3, tmp_path / "b", ALL[:4], progress=False)
     assert a.read_bytes() == b.read_bytes()
     assert len(sets.load_eval_file(a)) == 4
 
 
 def test_build_size_errors(tmp_path: Path, source: Path) -> None:
     pool = N_QUESTIONS * N_PARAS
-    eval_build.build([pool], source, 0, tmp_path, 2, progress=False)  # the maximum
+    eval_build.build([pool], source, 0, tmp_path, [0, 1], progress=False)  # the max
     with pytest.raises(EvalDataError, match=f"maximum N is {pool}"):
-        eval_build.build([pool + 1], source, 0, tmp_path, 2, progress=False)
+        eval_build.build([pool + 1], source, 0, tmp_path, [0, 1], progress=False)
     with pytest.raises(EvalDataError, match="at least 10"):
-        eval_build.build([5], source, 0, tmp_path, 2, progress=False)
-    with pytest.raises(EvalDataError, match="num_questions"):
-        eval_build.build([12], source, 0, tmp_path, N_QUESTIONS + 1, progress=False)
+        eval_build.build([5], source, 0, tmp_path, [0, 1], progress=False)
+    with pytest.raises(EvalDataError, match=r"indices \[6\] are not in it"):
+        eval_build.build([12], source, 0, tmp_path, [0, 6], progress=False)
 
 
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda r: r.__setitem__(2, "x"), ["record 2", "JSON object"]),
-        (lambda r: r[1].pop("_id"), ["record 1", "'_id'"]),
-        (lambda r: r[3].__setitem__("answer", ""), ["record 3", "id03", "'answer'"]),
+        (lambda r: r.__setitem__(2, "x"), ["item 2 (0-based)", "JSON object"]),
+        (lambda r: r[1].pop("_id"), ["item 1 (0-based)", "'_id'"]),
+        (
+            lambda r: r[3].__setitem__("answer", ""),
+            ["item 3 (0-based)", "id03", "'answer'"],
+        ),
         (lambda r: r[0]["context"].__setitem__(4, ["T", "s"]), ["'context[4]'"]),
     ],
 )
@@ -131,7 +156,7 @@ def test_bad_source(tmp_path: Path, mutate, expected: list[str]) -> None:
     mutate(records)
     path = write_json(tmp_path / "dev.json", records)
     with pytest.raises(EvalDataError) as err:
-        eval_build.build([12], path, 0, tmp_path, 2, progress=False)
+        eval_build.build([12], path, 0, tmp_path, [0, 1], progress=False)
     for part in [str(path), *expected]:
         assert part in str(err.value)
 
@@ -140,13 +165,13 @@ def test_bad_source(tmp_path: Path, mutate, expected: list[str]) -> None:
 
 
 def test_iter_streams_build_layout_and_falls_back(tmp_path: Path, source) -> None:
-    (path,) = eval_build.build([12], source, 1, tmp_path, 3, progress=False)
+    (path,) = eval_build.build([12], source, 1, tmp_path, [0, 1, 2], progress=False)
     lines = path.read_text(encoding="utf-8").split("\n")
     assert lines[0] == "[" and lines[-2:] == ["]", ""] and len(lines) == 3 + 3
     streamed = list(sets.iter_eval_file(path))
     assert streamed == sets.load_eval_file(path)
     assert [s["id"] for s in streamed] == [
-        r["id"] for r in json.loads(path.read_text())
+        str(r["index"]) for r in json.loads(path.read_text())
     ]
     pretty = tmp_path / "pretty.json"
     pretty.write_text(json.dumps(json.loads(path.read_text()), indent=2))
@@ -177,6 +202,7 @@ def test_original_field_names(tmp_path: Path) -> None:
             "context": "Document 1:\nT\nx",
             "answers": ["A"],
             "num_docs": 1,
+            "set": None,
         },  # fmt: skip
         {
             "id": "abc",
@@ -184,6 +210,7 @@ def test_original_field_names(tmp_path: Path) -> None:
             "context": data[1]["context"],
             "answers": ["B"],
             "num_docs": 2,
+            "set": None,
         },  # fmt: skip
     ]
 
@@ -191,21 +218,21 @@ def test_original_field_names(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "data, expected",
     [
-        ("{not json", ["not valid JSON"]),
-        ({"a": 1}, ["top level", "list"]),
-        ([good_sample(), 5], ["sample 1", "JSON object"]),
-        ([{"id": "q", "context": "c", "answers": ["A"]}], ["sample 0", "'q'", "'question'"]),
-        ([good_sample(question="  ")], ["sample 0", "'a'", "'question'"]),
+        ("{not json", ["line 1", "invalid JSON"]),
+        ({"a": 1}, ["line 1", "'question'", "missing"]),
+        ([good_sample(), 5], ["item 1 (0-based)", "expected an object"]),
+        ([{"id": "q", "context": "c", "answers": ["A"]}], ["item 0 (0-based)", "'q'", "'question'"]),
+        ([good_sample(question="  ")], ["item 0 (0-based)", "'a'", "'question'"]),
         ([{"input": "", "context": "c", "answers": ["A"], "index": 4}], ["'4'", "'input'"]),
-        ([good_sample(), good_sample(id="b", context=None)], ["sample 1", "'b'", "'context'"]),
-        ([{"id": "a", "question": "Q", "answers": ["A"]}], ["sample 0", "'context'", "missing"]),
-        ([good_sample(context=[3, 17, 9])], ["sample 0", "'context'", "index-only", "--build"]),
-        ([{"id": "a", "question": "Q", "context": "c"}], ["sample 0", "'answers'", "missing"]),
-        ([good_sample(answers=[])], ["sample 0", "'answers'"]),
-        ([good_sample(answers=["A", 3])], ["sample 0", "'answers'"]),
-        ([good_sample(answers={"A": 1})], ["sample 0", "'answers'"]),
-        ([good_sample(num_docs="7")], ["sample 0", "'num_docs'"]),
-        ([good_sample(), good_sample()], ["sample 1", "'a'", "'id'", "duplicates sample 0"]),
+        ([good_sample(), good_sample(id="b", context=None)], ["item 1 (0-based)", "'b'", "'context'"]),
+        ([{"id": "a", "question": "Q", "answers": ["A"]}], ["item 0 (0-based)", "'context'", "missing"]),
+        ([good_sample(context=[3, 17, 9])], ["item 0 (0-based)", "'context'", "index-only", "prepare_eval_data.py"]),
+        ([{"id": "a", "question": "Q", "context": "c"}], ["item 0 (0-based)", "'answers'", "missing"]),
+        ([good_sample(answers=[])], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(answers=["A", 3])], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(answers={"A": 1})], ["item 0 (0-based)", "'answers'"]),
+        ([good_sample(num_docs="7")], ["item 0 (0-based)", "'num_docs'"]),
+        ([good_sample(), good_sample()], ["item 1 (0-based)", "'a'", "'id'", "duplicate 'a' (first at"]),
     ],
 )  # fmt: skip
 def test_load_errors(tmp_path: Path, data, expected: list[str]) -> None:
@@ -244,64 +271,110 @@ def test_status_and_report_cli(tmp_path: Path, capsys) -> None:
 
 
 def test_build_cli(tmp_path: Path, source: Path, capsys) -> None:
-    base = ["--data-root", str(tmp_path / "out"), "--source", str(source)]
-    assert cli.main([*base, "--build", "12", "30", "--num-questions", "2"]) == 2
+    out = tmp_path / "out"
+    base = ["--data-root", str(out), "--source", str(source)]
+    assert cli.main([*base, "--build", "12", "30"]) == 2
     assert "--seed" in capsys.readouterr().err
-    argv = [*base, "--build", "12", "--seed", "5", "--num-questions", "2"]
-    assert cli.main(argv) == 0
-    assert len(sets.load_eval_file(tmp_path / "out" / "eval_12.json")) == 2
-    capsys.readouterr()
-    assert (
-        cli.main([*base, "--build", "999", "--seed", "5", "--num-questions", "2"]) == 2
-    )
+    assert cli.main([*base, "--build", "12", "--seed", "5"]) == 2  # no eval_200.json
+    err = capsys.readouterr().err
+    assert "eval_200.json: not found" in err and "--indices-from" in err
+    official = [good_sample(id=None, index=i) for i in (3, 0)]
+    out.mkdir()
+    write_json(sets.eval_file(out, 200), official)  # the default --indices-from
+    assert cli.main([*base, "--build", "12", "--seed", "5"]) == 0
+    said = capsys.readouterr().out
+    assert "RULER-HQA-style" in said and "not an official set" in said
+    samples = sets.load_eval_file(out / "eval_12.json")
+    assert [s["id"] for s in samples] == ["3", "0"]
+    assert cli.main([*base, "--build", "999", "--seed", "5"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error:") and "maximum N is 60" in err
     assert "Traceback" not in err
 
 
+INDEX_ONLY = [{"context": [3, 0], "input": "Q?", "answers": ["A"], "num_docs": 2,
+               "index": 0}]  # fmt: skip
+
+
 @pytest.fixture
-def fake_hub(tmp_path: Path, monkeypatch) -> list[str]:
-    """Patch the hub call to serve files from a local folder; record requests."""
+def fake_hub(tmp_path: Path, monkeypatch) -> list[tuple]:
+    """Serve hub files from a local folder (no network); record the requests."""
     hub = tmp_path / "hub"
     hub.mkdir()
     write_json(hub / "eval_50.json", [{"input": "Q", "context": "c", "answers": ["A"],
                                        "num_docs": 50, "index": 0}])  # fmt: skip
     write_json(hub / "eval_100.json", [good_sample()])
-    write_json(hub / "eval_200.json", [good_sample(context=[1, 2])])
-    calls: list[str] = []
+    write_json(hub / "eval_12800.json", INDEX_ONLY)
+    write_json(hub / "eval_400.json", [good_sample(answers=[])])  # broken on the hub
+    calls: list[tuple] = []
 
-    def fetch(repo_id: str, filename: str) -> Path:
+    def fetch(repo_id: str, filename: str, local_dir: Path, revision=None) -> Path:
         assert repo_id == "BytedTsinghua-SIA/hotpotqa"
-        calls.append(filename)
-        if not (hub / filename).exists():
-            raise ConnectionError("network unreachable")
-        return hub / filename
+        calls.append((filename, revision))
+        Path(local_dir).mkdir(parents=True, exist_ok=True)
+        return Path(shutil.copy(hub / filename, Path(local_dir) / filename))
 
-    monkeypatch.setattr(sets, "_hf_hub_download", fetch)
+    def resolve(repo_id: str, revision: str) -> str:
+        calls.append(("resolve", revision))
+        return "c0ffee" + revision
+
+    monkeypatch.setattr(hub_module, "download_file", fetch)
+    monkeypatch.setattr(hub_module, "resolve_revision", resolve)
+    monkeypatch.setattr(
+        hub_module, "list_files", lambda repo_id, rev: [p.name for p in hub.iterdir()]
+    )
     return calls
 
 
-def test_download(tmp_path: Path, fake_hub: list[str]) -> None:
+def test_download_is_pinned_and_takes_what_the_hub_holds(tmp_path, fake_hub) -> None:
     root = tmp_path / "data"
-    written = sets.download(root, [50, 100])
-    assert written == [root / "eval_50.json", root / "eval_100.json"]
+    r = sets.download(root, [50, 100, 12800, 25600], revision="v1")
+    assert fake_hub == [
+        ("resolve", "v1"),
+        ("eval_50.json", "c0ffeev1"),  # every file at the resolved commit
+        ("eval_100.json", "c0ffeev1"),
+        ("eval_12800.json", "c0ffeev1"),
+    ]
+    assert r["commit"] == "c0ffeev1" and r["not_on_hub"] == [25600]
+    assert r["written"] == [root / f"eval_{n}.json" for n in (50, 100, 12800)]
+    assert r["index_only"] == [root / "eval_12800.json"]  # no --source: kept
     assert (root / "eval_50.json").read_bytes() == (
         tmp_path / "hub" / "eval_50.json"
     ).read_bytes()
-    assert sets.download(root, [50, 100]) == []  # present: skipped
-    assert sets.download(root, [50], force=True) == [root / "eval_50.json"]
-    assert fake_hub == ["eval_50.json", "eval_100.json", "eval_50.json"]
-    with pytest.raises(EvalDataError, match="could not download eval_400.json"):
+    manifest = json.loads((root / "hub_download.json").read_text())
+    assert manifest["eval_12800.json"]["commit"] == "c0ffeev1"
+    assert manifest["eval_12800.json"]["index_only"] is True
+    fake_hub.clear()
+    assert sets.download(root, [50], revision="v1")["skipped"] == [
+        root / "eval_50.json"
+    ]
+    assert sets.download(root, [50], force=True)["written"] == [root / "eval_50.json"]
+    with pytest.raises(EvalDataError, match="eval_400.json.*'answers'"):
         sets.download(root, [400])
-    with pytest.raises(EvalDataError, match="index-only"):
-        sets.download(root, [200])
-    assert sorted(p.name for p in root.iterdir()) == ["eval_100.json", "eval_50.json"]
+    assert not (root / "eval_400.json").exists()
 
 
-def test_download_cli(tmp_path: Path, fake_hub: list[str], capsys) -> None:
+def test_download_expands_index_only_files_with_a_source(tmp_path, fake_hub) -> None:
+    dev = write_json(tmp_path / "dev.json", fake_hotpot()[:1])  # 10 paragraphs
+    r = sets.download(tmp_path / "data", [12800], source=dev)
+    (sample,) = sets.load_eval_file(r["written"][0])
+    pool = sorted(
+        f"Title 0-{p}\nFact 0.{p} first. Fact 0.{p} second." for p in range(10)
+    )
+    assert sample["context"] == f"Document 1:\n{pool[3]}\n\nDocument 2:\n{pool[0]}"
+    assert r["index_only"] == []
+
+
+def test_download_cli(tmp_path: Path, fake_hub: list, capsys) -> None:
     root = str(tmp_path / "data")
-    assert cli.main(["--data-root", root, "--lengths", "50 100", "--download"]) == 0
-    assert "2 present, 0 missing" in capsys.readouterr().out
-    assert cli.main(["--data-root", root, "--lengths", "400", "--download"]) == 2
+    argv = ["--data-root", root, "--download", "--revision", "v2"]
+    assert cli.main([*argv, "--lengths", "50 100 12800 25600"]) == 1  # 25600 absent
+    out = capsys.readouterr().out
+    assert "at revision v2 = commit c0ffeev2" in out
+    assert "not on the hub at this commit: eval_25600.json" in out
+    assert "eval_12800.json holds document indices: expand it with --expand" in out
+    assert re.search(r"eval_12800\.json\s+present .*index-only", out)
+    assert "3 present, 1 missing" in out
+    assert cli.main([*argv, "--lengths", "400"]) == 2
     err = capsys.readouterr().err
-    assert "eval_400.json" in err and "network unreachable" in err
+    assert "eval_400.json" in err and "'answers'" in err

@@ -7,8 +7,12 @@ from memagent_workflow.reward import (
     extract_boxed,
     f1,
     normalize_answer,
+    original_boxed,
+    original_normalize,
+    original_reward,
+    reward_function,
+    squad_reward,
     sub_em,
-    train_reward,
 )
 
 
@@ -59,8 +63,64 @@ def test_f1_token_overlap_and_yes_no_guard():
     assert f1("nothing shared", ["other words"]) == 0.0
 
 
-def test_train_reward_is_strict_boxed_exact_match():
-    assert train_reward("I think \\boxed{The Beatles}", ["Beatles"]) == 1.0
-    assert train_reward("\\boxed{Beatles band}", ["Beatles"]) == 0.0  # sub-EM only
-    assert train_reward("Beatles", ["Beatles"]) == 0.0  # no box
-    assert train_reward("\\boxed{Lyon} \\boxed{Paris}", ["paris"]) == 1.0
+def test_squad_reward_is_boxed_exact_match_after_squad_normalisation():
+    assert squad_reward("I think \\boxed{The Beatles}", ["Beatles"]) == 1.0
+    assert squad_reward("\\boxed{Beatles band}", ["Beatles"]) == 0.0  # sub-EM only
+    assert squad_reward("Beatles", ["Beatles"]) == 0.0  # no box
+    assert squad_reward("\\boxed{Lyon} \\boxed{Paris}", ["paris"]) == 1.0
+
+
+LONG_TAIL = " and that is my final answer" * 11  # 308 characters after the box
+
+# (response, golds, original verifier, SQuAD-normalised boxed EM). The first
+# rows are the disagreements measured against the original; the last rows are
+# cases where both agree, so that neither variant passes by always saying 0 or 1.
+REWARD_TABLE = [
+    ("\\boxed{The Beatles}", ["Beatles"], 0.0, 1.0),  # article kept by the original
+    ("\\boxed{St Louis}", ["St. Louis"], 0.0, 1.0),  # punctuation kept
+    ("\\boxed{1,000}", ["1000"], 0.0, 1.0),
+    ("\\boxed{Paris!}", ["Paris"], 0.0, 1.0),
+    ("\\boxed{50\\%}", ["50%"], 0.0, 1.0),  # \\% removed, the bare % is not
+    ("\\boxed{Paris}" + LONG_TAIL, ["Paris"], 0.0, 1.0),  # box outside the last 300
+    ("\\boxed{NewYork}", ["New York"], 1.0, 0.0),  # all spaces removed
+    ("\\boxed Paris", ["Paris"], 1.0, 0.0),  # space form
+    ("so $\\boxed Paris$ it is", ["Paris"], 1.0, 0.0),  # space form ends at "$"
+    ("\\boxed Rome. \\boxed{Paris}", ["Paris"], 0.0, 1.0),  # space form wins
+    ("\\boxed{\\left(x\\right)}", ["(x)"], 1.0, 0.0),  # LaTeX tokens removed
+    ("\\fbox{Paris}", ["Paris"], 0.0, 0.0),  # found by the original, never matched
+    ("\\boxed{PARIS}", ["paris"], 1.0, 1.0),  # both fold case
+    ("x" * 400 + " \\boxed{Paris}", ["Lyon", "Paris"], 1.0, 1.0),  # any gold
+    ("\\boxed{Lyon}", ["Paris"], 0.0, 0.0),
+    ("Paris", ["Paris"], 0.0, 0.0),  # no box at all
+]
+
+
+@pytest.mark.parametrize(
+    "response, golds, original, squad",
+    REWARD_TABLE,
+    ids=[r[0][:30] for r in REWARD_TABLE],
+)
+def test_reward_table_original_and_squad(response, golds, original, squad):
+    assert original_reward(response, golds) == original
+    assert squad_reward(response, golds) == squad
+    assert reward_function("original")(response, golds) == original
+    assert reward_function("squad")(response, golds) == squad
+
+
+def test_original_reward_reads_exactly_the_last_300_characters():
+    box = "\\boxed{Paris}"
+    assert original_reward(box + "." * (300 - len(box)), "Paris") == 1.0
+    assert original_reward(box + "." * (301 - len(box)), "Paris") == 0.0
+
+
+def test_original_boxed_brace_matching_and_normalisation():
+    assert original_boxed("\\boxed{a{b}c} tail") == "a{b}c"
+    assert original_boxed("\\boxed{open") is None
+    assert original_boxed("\\boxedx{a}") is None  # not a \\boxed{...}
+    assert original_boxed("\\boxed{a} \\boxed{b}") == "b"
+    assert original_normalize("3 .5 \\dfrac{1}{2}\n^\\circ") == "30.5\\frac{1}{2}"
+
+
+def test_unknown_reward_name_is_refused():
+    with pytest.raises(ValueError, match="memagent.reward='exact'.*original"):
+        reward_function("exact")

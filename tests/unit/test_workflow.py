@@ -1,4 +1,8 @@
-"""MemAgentWorkflow against a scripted engine: rows, masks, memory, advantages."""
+"""MemAgentWorkflow against a scripted engine: rows, masks, memory, advantages.
+
+Exact prompts turn by turn: test_episode.py; exact rows and metrics of a group:
+test_group.py.
+"""
 
 import asyncio
 
@@ -8,7 +12,8 @@ from areal.api.cli_args import GenerationHyperparameters
 from areal.infra.workflow_executor import check_trajectory_format
 from areal.utils import stats_tracker
 
-from memagent_workflow.workflow import MemAgentWorkflow
+from memagent_workflow.data.files import DataError
+from memagent_workflow.workflow import MemAgentWorkflow, parse_item
 from tests.fakes import FakeEngine
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(60))
@@ -88,34 +93,6 @@ def test_prompt_tokens_are_masked_and_generated_tokens_carry_engine_data(tokeniz
         for r in range(traj["input_ids"].shape[0])
     }
     assert prompts == rows
-
-
-def test_memory_is_carried_token_for_token(tokenizer):
-    engine = FakeEngine(tokenizer, answers(set()))
-    run(make_workflow(tokenizer, group_size=1), engine)
-    for call in range(1, len(engine.requests)):
-        memory = engine.memory_tokens(call)  # output of call `call` (1-based count)
-        next_prompt = engine.requests[call][1]
-        text = tokenizer.decode(next_prompt)
-        assert tokenizer.decode(memory) in text
-        assert tokenizer.eos_token not in tokenizer.decode(memory)
-        # the EOS that ended the memory turn is not copied into the next prompt
-        start = next(
-            i
-            for i in range(len(next_prompt))
-            if next_prompt[i : i + len(memory)] == memory
-        )
-        assert next_prompt[start + len(memory)] != tokenizer.eos_token_id
-
-
-def test_first_turn_sees_the_initial_memory(tokenizer):
-    engine = FakeEngine(tokenizer, answers(set()))
-    run(
-        make_workflow(tokenizer, group_size=1, initial_memory="Nothing read yet"),
-        engine,
-    )
-    assert "Nothing read yet" in tokenizer.decode(engine.requests[0][1])
-    assert "Nothing read yet" not in tokenizer.decode(engine.requests[1][1])
 
 
 def test_every_chunk_is_shown_once_in_order_and_the_final_prompt_has_none(
@@ -207,17 +184,9 @@ def test_max_chunks_truncates_the_middle_and_is_counted(tokenizer):
     )
     assert traj["input_ids"].shape[0] == 2 * 3
     stats = stats_tracker.get("rollout").export(reset=True)
-    assert stats["rollout/memagent/truncated_context_tokens"] > 0
+    n = len(tokenizer.encode(CONTEXT, add_special_tokens=False))
+    assert stats["rollout/memagent/truncated_context_tokens"] == n - 2 * CHUNK
     assert stats["rollout/memagent/n_chunks"] == 2
-
-
-def test_empty_context_answers_from_the_initial_memory(tokenizer):
-    engine = FakeEngine(tokenizer, answers({0}))
-    traj = run(make_workflow(tokenizer), engine, dict(ITEM, context=""))
-    assert traj["input_ids"].shape[0] == GROUP
-    assert all(
-        "No previous memory" in tokenizer.decode(p) for _, p, _ in engine.requests
-    )
 
 
 def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
@@ -229,8 +198,7 @@ def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
     assert stats["rollout/memagent/sub_em"] == pytest.approx(0.25)
     assert stats["rollout/memagent/n_chunks"] == n_chunks
     assert stats["rollout/memagent/memory_hit_limit"] == 0.0
-    for key in ("memory_tokens", "turn_latency_s", "context_tokens", "f1", "em"):
-        assert f"rollout/memagent/{key}" in stats
+    # every metric's exact value: tests/unit/test_group.py
 
 
 @pytest.mark.parametrize(
@@ -238,23 +206,36 @@ def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
     [("question", ""), ("context", 3), ("answers", []), ("answers", [1])],
 )
 def test_bad_items_name_the_item_and_field(tokenizer, field, value):
-    with pytest.raises(ValueError, match=f"q1.*'{field}'"):
-        run(
-            make_workflow(tokenizer),
-            FakeEngine(tokenizer, answers(set())),
-            dict(ITEM, **{field: value}),
-        )
+    with pytest.raises(DataError, match=f"q1.*'{field}'"):
+        parse_item(dict(ITEM, **{field: value}))
+
+
+@pytest.mark.parametrize("field, value", [("question", ""), ("answers", [""])])
+def test_a_malformed_item_rejects_its_group_and_is_counted(tokenizer, field, value):
+    engine = FakeEngine(tokenizer, answers(set()))
+    wf = make_workflow(tokenizer)
+    stats_tracker.get("rollout").export(reset=True)
+    assert run(wf, engine, dict(ITEM, **{field: value})) is None
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/item_rejected"] == 1.0
+    assert engine.requests == []  # nothing was generated for it
 
 
 def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
+    with pytest.raises(ValueError, match="gconfig.max_tokens=60"):  # at construction
+        make_workflow(tokenizer, gconfig=GenerationHyperparameters(max_tokens=60))
+    # Room for the template with an empty question, not for this long question:
+    overhead = make_workflow(tokenizer).prompts.memory_template(tokenizer, "").overhead
+    fits = overhead + 16 + CHUNK + 16 + FakeEngine.final_budget
     wf = make_workflow(
-        tokenizer, gconfig=GenerationHyperparameters(max_tokens=60), group_size=1
+        tokenizer, gconfig=GenerationHyperparameters(max_tokens=fits), group_size=1
     )
-    with pytest.raises(ValueError, match="gconfig.max_tokens"):
+    item = dict(ITEM, question="Which river flows north? " * 40)
+    with pytest.raises(ValueError, match="reaches gconfig.max_tokens"):
         asyncio.run(
             wf.run_episode(
                 FakeEngine(tokenizer, answers(set())),
-                asyncio.run(wf.read_document(ITEM)),
+                asyncio.run(wf.read_document(item)),
             )
         )
 
@@ -311,3 +292,13 @@ def test_rows_name_their_question_when_the_item_has_an_index(tokenizer):
         make_workflow(tokenizer, group_size=2), FakeEngine(tokenizer, answers({0}))
     )
     assert "question_index" not in plain
+
+
+@pytest.mark.parametrize("reward, expected", [("original", 0.0), ("squad", 1.0)])
+def test_the_configured_reward_scores_the_group(tokenizer, reward, expected):
+    """\\boxed{The river} vs gold "river": the article decides."""
+    wf = make_workflow(tokenizer, reward=reward, group_size=1)
+    stats_tracker.get("rollout").export(reset=True)
+    run(wf, FakeEngine(tokenizer, lambda ep: "\\boxed{The river}"))
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/reward"] == expected
