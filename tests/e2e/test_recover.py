@@ -102,6 +102,7 @@ class Chain:
             "memagent.group_size=2", "memagent.chunk_tokens=64",
             "memagent.max_memory_tokens=8", "memagent.max_final_tokens=8",
             "gconfig.max_new_tokens=8", "eval_gconfig.max_new_tokens=8",
+            "scheduler.type=null",  # one-process SPMD: the test owns the server
             "rollout.max_concurrent_rollouts=2", "rollout.request_timeout=3",
             "memagent.engine_retry_s=5",
             f"actor.optimizer.lr={LR}", "actor.optimizer.warmup_steps_proportion=1.0",
