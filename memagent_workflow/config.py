@@ -73,8 +73,20 @@ class MemAgentConfig:
             "null = use warmup_steps_proportion as given."
         },
     )
+    engine_retry_s: float = field(
+        default=60.0,
+        metadata={
+            "help": "How long a model call that fails (server error, dropped "
+            "connection, timeout, server down) is made again before its episode "
+            "fails; long enough to wait out a server restart."
+        },
+    )
 
     def __post_init__(self):
+        if self.engine_retry_s < 0:
+            raise ValueError(
+                f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
+            )
         reward_function(self.reward)  # raises on an unknown name
         if self.valid_group_size < 1:
             raise ValueError(

@@ -1,4 +1,4 @@
-"""AReaL's FSDP PPO actor with the pack-aware SDPA installed in its own process.
+"""The project's PPO actor with the pack-aware SDPA installed in its own process.
 
 Under a single controller the actor runs in a worker process that AReaL's
 scheduler starts and that imports this class by its path; the attention fix
@@ -8,13 +8,13 @@ must be installed there, not in the controller (see ``packed_sdpa``).
 from __future__ import annotations
 
 from areal.api.cli_args import PPOActorConfig
-from areal.engine import FSDPPPOActor
 
+from memagent_workflow.actor import MemAgentPPOActor
 from standin.packed_sdpa import install_packed_sdpa
 
 
-class StandinPPOActor(FSDPPPOActor):
-    """`FSDPPPOActor` for CPU runs: packed sequences stay apart under SDPA."""
+class StandinPPOActor(MemAgentPPOActor):
+    """`MemAgentPPOActor` (AReaL's FSDP actor, resumable LR) for CPU runs: packed sequences stay apart under SDPA."""
 
     def __init__(self, config: PPOActorConfig):
         install_packed_sdpa()

@@ -37,6 +37,7 @@ import torch
 from aiohttp import web
 from transformers.utils import logging as hf_logging
 
+from standin import faults
 from standin.engine import GenRequest, StandinEngine
 from standin.model import weights_digest
 from standin.protocol import (
@@ -60,9 +61,11 @@ STOP_STRINGS_MESSAGE = (
 )
 
 
-def build_app(engine: StandinEngine) -> web.Application:
-    """The aiohttp application serving ``engine``."""
-    app = web.Application(client_max_size=256 * 1024 * 1024)
+def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
+    """The aiohttp application serving ``engine`` (``middlewares``: see ``faults``)."""
+    app = web.Application(
+        client_max_size=256 * 1024 * 1024, middlewares=list(middlewares)
+    )
     routes = web.RouteTableDef()
 
     @routes.get("/health")
@@ -212,7 +215,13 @@ async def serve(args: argparse.Namespace) -> None:
         skip_tokenizer_init=args.skip_tokenizer_init,
     )
     engine.start()
-    runner = web.AppRunner(build_app(engine), access_log=None)
+
+    async def digest() -> tuple[str, str]:
+        fn = lambda: (engine.model_path, weights_digest(engine.model))  # noqa: E731
+        return await asyncio.wrap_future(engine.run_command(fn))
+
+    app = build_app(engine, faults.middlewares(args, digest))
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -298,6 +307,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--parent-pid", type=int, default=0, help="exit when this process is gone"
     )
+    faults.add_arguments(ap)
     return ap.parse_args(argv)
 
 

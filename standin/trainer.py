@@ -43,6 +43,8 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
     and ``startup_timeout`` (how long the scheduler waits for a worker).
     """
 
+    actor_cls: type = StandinPPOActor
+
     def __init__(
         self,
         config: StandinGRPOConfig,
@@ -75,10 +77,12 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
             raise ValueError(
                 f"the CPU stand-in trains with fsdp only, got backend {alloc.backend}"
             )
+        # The actor (and a reference model, if any) in the stand-in's actor
+        # class: the pack-aware SDPA must be installed in its process.
         if is_single_controller():
-            actor = StandinPPOActor.as_controller(actor_config, self.scheduler)
+            actor = self.actor_cls.as_controller(actor_config, self.scheduler)
         else:
-            actor = StandinPPOActor(config=actor_config)
+            actor = self.actor_cls(config=actor_config)
         actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
 

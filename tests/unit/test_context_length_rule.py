@@ -18,7 +18,7 @@ from areal.api.cli_args import GenerationHyperparameters
 
 from examples.eval import load_config as load_eval_config
 from examples.train import load_config as load_train_config
-from memagent_workflow.workflow import MemAgentWorkflow, load_tokenizer
+from memagent_workflow.workflow import Episode, MemAgentWorkflow, load_tokenizer
 from tests.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def turn(tokenizer, prompt_len: int, max_new: int, max_tokens: int):
     gconfig = wf.gconfig.new(max_new_tokens=max_new, max_tokens=max_tokens)
     engine = FakeEngine(tokenizer, lambda ep: "\\boxed{x}")
     prompt = np.full(prompt_len, 5, dtype=np.int32)
-    return asyncio.run(wf.generate(engine, "rid", prompt, gconfig))
+    return asyncio.run(wf.generate(engine, "rid", prompt, gconfig, Episode()))
 
 
 def test_a_turn_that_exactly_fills_the_window_is_refused(tokenizer):
