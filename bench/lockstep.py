@@ -53,7 +53,7 @@ async def lockstep_batch(
     async def memory_turn(e: _Live, k: int) -> None:
         t0 = time.perf_counter()
         prompt = e.doc.memory_prompt.build(e.memory, e.doc.chunks[k])
-        turn = await wf.generate(engine, e.rid, prompt, wf.memory_gconfig)
+        turn = await wf.generate(engine, e.rid, prompt, wf.memory_gconfig, e.ep)
         e.memory = wf.next_memory(turn, e.ep)
         wf.account(e.ep, turn, keep_turns=True)
         trace.append((batch, k, t0, time.perf_counter()))
@@ -62,7 +62,12 @@ async def lockstep_batch(
         t0 = time.perf_counter()
         prompt = e.doc.final_prompt.build(e.memory)
         turn = await wf.generate(
-            engine, e.rid, prompt, wf.final_gconfig, trainable=wf.train_final_turn
+            engine,
+            e.rid,
+            prompt,
+            wf.final_gconfig,
+            e.ep,
+            trainable=wf.train_final_turn,
         )
         wf.account(e.ep, turn, keep_turns=True)
         e.ep.answer = wf.tokenizer.decode(
