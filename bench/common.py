@@ -7,6 +7,7 @@ import json
 import os
 import platform
 import sys
+import time
 from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -47,14 +48,57 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+class MachineLoad:
+    """How busy the machine was while a benchmark ran, and how much of it was us.
+
+    The machine may be shared: the 1-minute load average before, the whole
+    machine's CPU use over the run (all cores, as a share of one core times
+    the cores) and this process's own CPU (children included) over the run.
+    """
+
+    def __init__(self):
+        import psutil
+
+        self.loadavg = os.getloadavg()
+        psutil.cpu_percent(interval=None)  # starts the system-wide interval
+        self.t0 = time.perf_counter()
+        self.cpu0 = _own_cpu_s()
+
+    def done(self, other_own_cpu_s: float = 0.0) -> dict[str, Any]:
+        """The load figures; ``other_own_cpu_s``: CPU of the benchmark's
+        processes that are not this one's reaped children."""
+        import psutil
+
+        wall = time.perf_counter() - self.t0
+        own = _own_cpu_s() - self.cpu0 + other_own_cpu_s
+        busy = psutil.cpu_percent(interval=None) / 100  # share of all cores
+        cores = os.cpu_count() or 1
+        return {
+            "bench_wall_s": wall,
+            "loadavg_before": list(self.loadavg),
+            "loadavg_after": list(os.getloadavg()),
+            "machine_busy": busy,
+            "own_cpu_s": own,
+            "others_busy_cores": max(0.0, busy * cores - own / wall),
+        }
+
+
+def _own_cpu_s() -> float:
+    import resource
+
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def write_result(out_dir: Path, name: str, result: dict[str, Any]) -> Path:
     """Write ``<out_dir>/<name>.json`` atomically, with machine info added."""
-    out_dir.mkdir(parents=True, exist_ok=True)
+    from memagent_workflow.data.files import atomic_write
+
     result = {"benchmark": name, "machine": machine_info(), **result}
     path = out_dir / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=2) + "\n")
-    tmp.replace(path)
+    text = json.dumps(result, indent=2) + "\n"
+    atomic_write(path, lambda tmp: tmp.write_text(text))
     return path
 
 

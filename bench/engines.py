@@ -23,13 +23,12 @@ MEMORY_TEXT = "Memory: the river in Paris was built by Maria Smith in 1875. "
 class _Outputs:
     """Pre-built output token lists, sliced per request (no per-call encoding)."""
 
-    def __init__(self, tokenizer, version: int = 0):
+    def __init__(self, tokenizer):
         ids = tokenizer.encode(MEMORY_TEXT, add_special_tokens=False)
         self.pool = (ids * (POOL_TOKENS // len(ids) + 1))[:POOL_TOKENS]
         self.answer = tokenizer.encode(" so \\boxed{Paris}", add_special_tokens=False)
         self.eos = tokenizer.eos_token_id
         self.logprobs = [-0.5] * (POOL_TOKENS + len(self.answer) + 1)
-        self.versions = [version] * len(self.logprobs)
 
     def response(
         self, req: ModelRequest, n: int, final: bool, latency: float
@@ -37,7 +36,7 @@ class _Outputs:
         """``n`` generated tokens (memory text, or text then the answer), then EOS.
 
         A turn that would not fit ``max_new_tokens`` is cut there and ends with
-        stop reason ``length``, as SGLang does.
+        stop reason ``length``, as SGLang does. Tokens carry version 0.
         """
         limit = req.gconfig.max_new_tokens
         tokens = self.pool[:n] + (self.answer if final else []) + [self.eos]
@@ -49,7 +48,7 @@ class _Outputs:
             input_tokens=req.input_ids,
             output_tokens=tokens,
             output_logprobs=self.logprobs[:k],
-            output_versions=self.versions[:k],
+            output_versions=[0] * k,
             stop_reason=stop,
             latency=latency,
         )
@@ -103,6 +102,14 @@ class CostModel:
             + self.per_output_token_s * output_tokens
         )
 
+    def scaled(self, factor: float) -> CostModel:
+        """The same engine running ``factor`` times slower."""
+        return CostModel(
+            self.base_s * factor,
+            self.per_prompt_token_s * factor,
+            self.per_output_token_s * factor,
+        )
+
 
 @dataclass(frozen=True)
 class OutputModel:
@@ -130,6 +137,9 @@ class SimEngine:
     returns. Output lengths are drawn per episode from a generator seeded by the
     episode's first prompt and its index among episodes with that prompt, so
     every driver sees exactly the same work whatever the order of requests.
+    Generated tokens carry the version the engine had when the turn was
+    admitted to a slot. With ``sleep=False`` nothing waits: the engine only
+    records the work (a dry run, to know a workload's service times upfront).
     """
 
     def __init__(
@@ -140,8 +150,10 @@ class SimEngine:
         cost: CostModel = CostModel(),
         outputs: OutputModel = OutputModel(),
         seed: int = 0,
+        sleep: bool = True,
     ):
         self.out = _Outputs(tokenizer)
+        self.sleep = sleep
         self.slots = slots
         self.memory_budget = memory_budget
         self.cost = cost
@@ -166,7 +178,7 @@ class SimEngine:
         self.in_flight = 0
         self.services: dict[str, list[float]] = {}  # rid -> service time per turn
         self.loop_lags: list[float] = []
-        self._monitor: asyncio.Task | None = None
+        self._monitor: asyncio.TimerHandle | None = None
 
     def get_version(self) -> int:
         return self._version
@@ -207,14 +219,19 @@ class SimEngine:
             "loop_stalled_s": float(lags[lags > 10].sum() / 1e3),
         }
 
-    async def _heartbeat(self) -> None:
-        """Samples event-loop lag while requests are in flight."""
-        while self.in_flight:
-            t = time.perf_counter()
-            await asyncio.sleep(1e-3)
-            if self.in_flight:
-                self.loop_lags.append(time.perf_counter() - t - 1e-3)
-        self._monitor = None
+    def _tick(self, due: float) -> None:
+        """Samples event-loop lag while requests are in flight (a 1 ms timer).
+
+        A timer rather than a task: a loop closed with requests in flight (an
+        executor shut down mid-rollout) drops it silently.
+        """
+        if not self.in_flight:
+            self._monitor = None
+            return
+        now = time.perf_counter()
+        self.loop_lags.append(max(0.0, now - due))
+        loop = asyncio.get_running_loop()
+        self._monitor = loop.call_later(1e-3, self._tick, now + 1e-3)
 
     async def agenerate(self, req: ModelRequest) -> ModelResponse:
         self.in_flight += 1
@@ -224,8 +241,10 @@ class SimEngine:
             self.in_flight -= 1
 
     async def _serve(self, req: ModelRequest) -> ModelResponse:
-        if self._monitor is None:
-            self._monitor = asyncio.get_running_loop().create_task(self._heartbeat())
+        if self.sleep and self._monitor is None:
+            loop = asyncio.get_running_loop()
+            due = time.perf_counter() + 1e-3
+            self._monitor = loop.call_later(1e-3, self._tick, due)
         final = req.gconfig.max_new_tokens != self.memory_budget
         rng = self._rng(req)
         n = self.outputs.draw(rng, final)
@@ -234,7 +253,9 @@ class SimEngine:
         t_req = time.perf_counter()
         async with self._semaphore():
             t0 = time.perf_counter()
-            await asyncio.sleep(service)
+            resp.output_versions = [self._version] * len(resp.output_tokens)
+            if self.sleep:
+                await asyncio.sleep(service)
             t1 = time.perf_counter()
         resp.latency = t1 - t_req
         self.work_s += service

@@ -1,27 +1,32 @@
 """Run the benchmarks and write ``bench/results/*.json`` and ``bench/results.md``.
 
-uv run python bench/run.py                 # everything (~6 min on 2 cores)
+uv run python bench/run.py                 # everything (12-17 min on 2 cores)
 uv run python bench/run.py --smoke         # toy sizes (~1 min), no targets
-uv run python bench/run.py --only async    # one benchmark, report refreshed
+uv run python bench/run.py --only loop     # one benchmark, report refreshed
+
+A new loop result moves the one it replaces to ``loop.previous.json``; the
+report compares the two (reproducibility).
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 BENCHMARKS = {
     "overhead": "bench.overhead",
     "async": "bench.async_vs_lockstep",
+    "replay": "bench.replay",
+    "loop": "bench.loop",
     "scaling": "bench.scaling",
 }
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
+    "replay": "replay",
+    "loop": "loop",
     "scaling": "scaling",
 }
 
@@ -55,20 +60,21 @@ def main(argv: list[str] | None = None) -> list[Path]:
         sys.path.insert(0, str(REPO))  # `python bench/run.py` from anywhere
     import importlib
 
-    from bench.common import write_result
-    from bench.report import write_report
+    from bench.common import MachineLoad, write_result
+    from bench.report import PREVIOUS, write_report
 
     args = parse_args(argv)
     written = []
     for key in args.only or list(BENCHMARKS):
         module = importlib.import_module(BENCHMARKS[key])
-        load = os.getloadavg()
-        start = time.perf_counter()
+        load = MachineLoad()
         print(f"[bench] {key}{' (smoke)' if args.smoke else ''} ...", flush=True)
         result = module.run(smoke=args.smoke)
-        result["bench_wall_s"] = time.perf_counter() - start
-        result["loadavg_before"] = load
-        path = write_result(args.out, RESULT_NAMES[key], result)
+        result.update(load.done(result.get("workers_cpu_s", 0.0)))
+        name = RESULT_NAMES[key]
+        if key == "loop" and (args.out / f"{name}.json").exists():
+            (args.out / f"{name}.json").replace(args.out / PREVIOUS)
+        path = write_result(args.out, name, result)
         written.append(path)
         for t in result["targets"]:
             status = {True: "PASS", False: "MISS", None: "info"}[t["pass"]]

@@ -39,6 +39,7 @@ from memagent_workflow.eval.checks import (
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
 from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -65,6 +66,11 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
     rollout.check_trajectory_format = False  # the workflow returns plain records
     with contextlib.ExitStack() as stack:
         if config.scheduler.type is not None:
+            if hasattr(config, "standin"):  # what a cluster provides: model, Ray
+                from standin.cpu_job import single_controller
+
+                stack.enter_context(single_controller(config))
+            stack.enter_context(ray_for(config.scheduler.type))
             engine = launch_sglang(config)
         else:
             addrs = [
@@ -89,7 +95,10 @@ def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
 
 
 def launch_sglang(config: MemAgentEvalConfig) -> Any:
-    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``."""
+    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``.
+
+    A CPU run (a ``standin:`` section) launches the stand-in the same way.
+    """
     from areal.api.alloc_mode import ModelAllocation
     from areal.api.cli_args import SGLangConfig
     from areal.engine import RemoteSGLangEngine
@@ -103,11 +112,21 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
         raise EvalRefused(
             f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
         )
-    scheduler = kinds[config.scheduler.type](exp_config=config)
-    server_args = SGLangConfig.build_args(
-        sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
-    )
-    engine = RemoteSGLangEngine.as_controller(config.rollout, scheduler)
+    kwargs = {}
+    if hasattr(config, "standin"):  # a loaded 2-core machine starts workers slowly
+        kwargs["startup_timeout"] = config.standin.startup_timeout
+    scheduler = kinds[config.scheduler.type](exp_config=config, **kwargs)
+    if hasattr(config, "standin"):
+        from standin.backend import StandinSGLangEngine as engine_cls
+        from standin.launch import server_args_of
+
+        server_args = server_args_of(config.sglang)
+    else:
+        engine_cls = RemoteSGLangEngine
+        server_args = SGLangConfig.build_args(
+            sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
+        )
+    engine = engine_cls.as_controller(config.rollout, scheduler)
     engine.initialize(role="eval-rollout", server_args=server_args)
     return engine
 

@@ -9,6 +9,7 @@ CPU stand-in (tiny model, a few steps):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.trainer import MemAgentPPOTrainer
 from memagent_workflow.workflow import MemAgentWorkflow
 
@@ -89,8 +91,16 @@ def train(
         valid_set = load_rows(config.valid_dataset.path, "validation")
     set_warmup(config, len(train_set))
     train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
+<<<<<<< HEAD
     with MemAgentPPOTrainer(
         config, train_dataset=train_set, valid_dataset=valid_set, chance=chance
+=======
+    trainer_cls = MemAgentPPOTrainer
+    if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
+        from standin.trainer import StandinPPOTrainer as trainer_cls
+    with trainer_cls(
+        config, train_dataset=train_set, valid_dataset=valid_set
+>>>>>>> main
     ) as trainer:
         trainer.train(
             workflow=workflow,
@@ -111,12 +121,18 @@ def load_config(argv: list[str]) -> MemAgentGRPOConfig:
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
-    if hasattr(config, "standin"):
-        from standin.cpu_job import cpu_job
+    with contextlib.ExitStack() as stack:
+        if hasattr(config, "standin"):
+            from standin.cpu_job import cpu_job
 
+<<<<<<< HEAD
         with cpu_job(config):
             train(config, chance=config.standin.chance)
     else:
+=======
+            stack.enter_context(cpu_job(config))
+        stack.enter_context(ray_for(config.scheduler.type))
+>>>>>>> main
         train(config)
     logger.info("training finished")
 

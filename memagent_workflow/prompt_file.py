@@ -111,6 +111,8 @@ def check_fit(
 
     Counts the template's own tokens with an empty question; the question's
     tokens come on top at run time (a turn that then does not fit is refused).
+    A turn fits when prompt + new tokens < ``max_tokens`` (SGLang's rule against
+    its context length, which the configs set to ``gconfig.max_tokens``).
     """
     memory = max(max_memory_tokens, initial_memory_tokens)
     turns = [
@@ -128,11 +130,11 @@ def check_fit(
         ),
     ]
     for name, overhead, parts, need in turns:
-        if overhead + need > max_tokens:
+        if overhead + need >= max_tokens:
             raise PromptFileError(
                 f"{prompts.source}: template '{name}' takes {overhead} tokens with "
                 f"the chat template and an empty question; with {parts} a turn "
-                f"needs {overhead + need} > gconfig.max_tokens={max_tokens}. Shorten "
+                f"needs {overhead + need} >= gconfig.max_tokens={max_tokens}. Shorten "
                 "the template, lower memagent.chunk_tokens, or raise "
                 "gconfig.max_tokens (and the server's context length)."
             )

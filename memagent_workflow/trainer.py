@@ -1,4 +1,23 @@
+<<<<<<< HEAD
 """AReaL's PPOTrainer with a one-line-per-step report (log line, steps.jsonl, curve)."""
+=======
+"""AReaL's PPO trainer: a step report, and survival of crashes and server outages.
+
+`MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
+and ``steps.jsonl``, in the stats logger's folder
+``{fileroot}/logs/{user}/{experiment}/{trial}``) and four changes for recovery:
+
+* the train data loader is a `QuestionLedger`: a resumed run trains every
+  question of the epoch exactly once, and a step whose groups keep being
+  rejected (servers gone) stops with `RolloutStalled` instead of churning;
+* the actor is `MemAgentPPOActor` (the LR schedule survives a resume);
+* recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
+* servers left paused by a trainer that died in a weight update are resumed.
+
+Everything else (scheduler, controllers, executor, staleness, weight updates,
+the training loop) is AReaL's.
+"""
+>>>>>>> main
 
 from __future__ import annotations
 
@@ -9,16 +28,39 @@ from typing import Any
 
 import torch.distributed as dist
 from areal import PPOTrainer
+from areal.api.alloc_mode import ModelAllocation
+from areal.api.cli_args import PPOActorConfig, PPOConfig, TrainDatasetConfig
 from areal.infra.platforms import current_platform
 from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
+<<<<<<< HEAD
 from memagent_workflow.curve import plot_curves, read_steps
+=======
+from memagent_workflow.actor import MemAgentPPOActor
+from memagent_workflow.recovery.checkpoint import (
+    AtomicRecoverHandler,
+    restore_interrupted_dump,
+)
+from memagent_workflow.recovery.ledger import (
+    INDEX_KEY,
+    IndexedRows,
+    QuestionLedger,
+    RolloutStalled,
+)
+>>>>>>> main
 
 logger = logging.getLogger("MemAgentTrainer")
 
+QUESTIONS_LOG = "questions.jsonl"
+
 STALENESS = "ppo_actor/update/version_stats/sample_staleness_theta"
+
+
+def _total(stats: dict[str, Any], key: str) -> int:
+    """A per-group mean times its count: the step's total."""
+    return round(stats.get(key, 0.0) * stats.get(f"{key}__count", 0))
 
 
 def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict:
@@ -32,7 +74,15 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
         "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
         "grad_norm": stats.get("ppo_actor/update/grad_norm"),
+<<<<<<< HEAD
         "eval_reward": stats.get("eval-rollout/memagent/reward"),
+=======
+        "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
+        "lr": stats.get("ppo_actor/update/lr"),
+        "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
+        "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
+        "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
+>>>>>>> main
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
         "timing_s": {
             k.removeprefix("timeperf/"): round(v, 2)
@@ -43,9 +93,27 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
     }
 
 
-class MemAgentPPOTrainer(PPOTrainer):
-    """PPOTrainer that also reports each step on one line and in ``steps.jsonl``.
+def question_indices(batch: list[dict[str, Any]]) -> list[int]:
+    """The ``question_index`` of each trajectory (one group = one question)."""
+    out = []
+    for traj in batch:
+        value = traj.get(INDEX_KEY)
+        if value is None:
+            raise KeyError(
+                f"a trajectory has no '{INDEX_KEY}' (keys {sorted(traj)}): the "
+                "workflow must copy data['question_index'] into its rows"
+            )
+        if hasattr(value, "to_local"):  # single controller: a remote tensor
+            value = value.to_local()
+        out.append(int(value.reshape(-1)[0]) if hasattr(value, "reshape") else value)
+    return out
 
+
+class MemAgentPPOTrainer(PPOTrainer):
+    """`PPOTrainer` with a step report, resumable data, complete checkpoints and
+    bounded waits."""
+
+<<<<<<< HEAD
     ``steps.jsonl`` sits in the stats logger's folder
     (``{fileroot}/logs/{user}/{experiment}/{trial}``), and beside it
     ``learning_curve.png`` (training reward per step, validation accuracy, and
@@ -59,6 +127,55 @@ class MemAgentPPOTrainer(PPOTrainer):
         self.steps_path = os.path.join(log_dir, "steps.jsonl")
         self.curve_path = os.path.join(log_dir, "learning_curve.png")
         self.chance = chance
+=======
+    actor_cls: type = MemAgentPPOActor
+
+    def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
+        self.restored = restore_interrupted_dump(config.recover)
+        super().__init__(config, train_dataset=train_dataset, **kwargs)
+        self._start = time.perf_counter()
+        self.steps_path = os.path.join(
+            StatsLogger.get_log_path(self.config.stats_logger), "steps.jsonl"
+        )
+        self.recover_handler = AtomicRecoverHandler.take_over(self.recover_handler)
+        self._say_where_training_starts()
+        if self.recover_info is None and hasattr(self.rollout, "continue_generation"):
+            # A trainer killed between pause and continue leaves its servers
+            # paused; a resumed run un-pauses them when it pushes its weights.
+            self.rollout.continue_generation()
+        self._track_trained_questions()
+
+    # ------------------------------------------------------------ AReaL hooks
+    def _create_dataloader(self, dataset, dataset_config, rank, world_size):
+        if not isinstance(dataset_config, TrainDatasetConfig):
+            return super()._create_dataloader(
+                dataset, dataset_config, rank=rank, world_size=world_size
+            )
+        loader = super()._create_dataloader(
+            IndexedRows(dataset), dataset_config, rank=rank, world_size=world_size
+        )
+        log_path = None
+        if int(os.environ.get("RANK", "0")) == 0:
+            log_dir = StatsLogger.get_log_path(self.config.stats_logger)
+            log_path = os.path.join(log_dir, QUESTIONS_LOG)
+        return QuestionLedger(
+            loader,
+            prefetch_batches=self.config.rollout.max_head_offpolicyness,
+            log_path=log_path,
+        )
+
+    def _create_train_engine(
+        self, actor_config: PPOActorConfig, alloc: ModelAllocation
+    ) -> Any:
+        if actor_config is not self.config.actor or alloc.backend != "fsdp":
+            return super()._create_train_engine(actor_config, alloc)
+        if is_single_controller():
+            actor = self.actor_cls.as_controller(actor_config, self.scheduler)
+        else:
+            actor = self.actor_cls(config=actor_config)
+        actor.create_process_group(parallel_strategy=alloc.parallel)
+        return actor
+>>>>>>> main
 
     def _export_and_commit_stats(self, epoch: int, epoch_step: int, global_step: int):
         # Mirrors PPOTrainer._export_and_commit_stats (pinned by
@@ -76,13 +193,16 @@ class MemAgentPPOTrainer(PPOTrainer):
             dist.barrier(group=self.actor.cpu_group)
             current_platform.synchronize()
 
+    # ------------------------------------------------------------ report
     def report(self, line: dict) -> None:
         """Log the step's line and append it to ``steps.jsonl``."""
         t = line["timing_s"]
         logger.info(
             f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
             f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-            f"max {line['staleness_max'] or 0:.0f} | rollout {t.get('rollout', 0)}s "
+            f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
+            f"rejected, {line['episodes_failed']} episodes failed, "
+            f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
             f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
             + (
                 f" | validation accuracy {line['eval_reward']:.3f}"
@@ -92,6 +212,7 @@ class MemAgentPPOTrainer(PPOTrainer):
         )
         with open(self.steps_path, "a") as f:
             f.write(json.dumps(line) + "\n")
+<<<<<<< HEAD
         if line["eval_reward"] is not None:
             self.draw_curve()
 
@@ -103,4 +224,63 @@ class MemAgentPPOTrainer(PPOTrainer):
             self.curve_path,
             chance=self.chance,
             title=f"{name}: GRPO learning curve",
+=======
+
+    # ------------------------------------------------------------ recovery
+    def _say_where_training_starts(self) -> None:
+        if self.restored:
+            logger.warning(self.restored)
+        if self.recover_info is None:
+            return
+        last = self.recover_info.last_step_info
+        total = self.config.total_train_steps
+        logger.info(
+            f"resumed from the recover checkpoint of global step {last.global_step} "
+            f"(epoch {last.epoch + 1}, step {last.epoch_step + 1}): training goes on "
+            f"at global step {last.global_step + 1}; any steps the crashed run made "
+            "after that checkpoint are redone"
+        )
+        if total is not None and last.global_step + 1 >= total:
+            logger.warning(
+                f"this trial already reached total_train_steps={total}: nothing "
+                "left to train (start a new trial_name to train again)"
+            )
+
+    def train(self, *args: Any, **kwargs: Any) -> None:
+        """AReaL's training loop; if it dies, say what a rerun will resume from."""
+        try:
+            super().train(*args, **kwargs)
+        except BaseException:
+            logger.error(f"Training stopped. {self._resume_advice()}")
+            raise
+
+    def _track_trained_questions(self) -> None:
+        """Tell the ledger which questions each step's batch holds."""
+        inner = self.actor.prepare_batch
+
+        def prepare_batch(dataloader: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                batch = inner(dataloader, *args, **kwargs)
+            except RolloutStalled as exc:
+                servers = getattr(self.rollout, "addresses", None) or []
+                raise RolloutStalled(f"{exc} Servers: {', '.join(servers)}.") from None
+            if isinstance(dataloader, QuestionLedger):
+                dataloader.mark_trained(question_indices(batch))
+            return batch
+
+        self.actor.prepare_batch = prepare_batch
+
+    def _resume_advice(self) -> str:
+        if self.config.recover.mode in ("disabled", "off"):
+            return "recover.mode is off: a rerun starts over."
+        step = self.recover_handler.last_step_info.global_step
+        if step < 0 and self.recover_info is not None:
+            step = self.recover_info.last_step_info.global_step
+        if step < 0:
+            return "No recover checkpoint yet: a rerun starts over."
+        return (
+            f"Last recover checkpoint: global step {step}. Once the cause is fixed "
+            "(e.g. the inference servers answer again), rerun the same command to "
+            "resume from it; steps after it are redone."
+>>>>>>> main
         )

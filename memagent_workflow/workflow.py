@@ -10,14 +10,16 @@ every row of an episode carries that episode's group advantage.
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
+import torch
 from areal import workflow_context
-from areal.api import InferenceEngine, ModelRequest, RolloutWorkflow
+from areal.api import InferenceEngine, ModelRequest, ModelResponse, RolloutWorkflow
 from areal.api.cli_args import GenerationHyperparameters
 from areal.utils import logging, stats_tracker
 from transformers import PreTrainedTokenizerFast
@@ -29,6 +31,7 @@ from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import BadField, parse_row
 from memagent_workflow.prompt_file import as_prompt_texts, check_fit
 from memagent_workflow.prompts import PromptTemplate, PromptTexts
+from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import (
     exact_match,
     extract_boxed,
@@ -86,6 +89,7 @@ class Episode:
     output_tokens: int = 0
     latency: float = 0.0
     oldest_version: int | None = None  # oldest policy version that wrote a token
+    retried_calls: int = 0  # model calls that failed and were made again
 
 
 def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
@@ -118,6 +122,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         train_final_turn: bool = True,
         train_memory_turns: bool = True,
         initial_memory: str = "No previous memory",
+        engine_retry_s: float = 60.0,
         reward: str = "original",
         prompts: PromptTexts | dict[str, str] | str | None = None,
     ):
@@ -136,8 +141,13 @@ class MemAgentWorkflow(RolloutWorkflow):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if max_chunks is not None and max_chunks < 1:
             raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
+<<<<<<< HEAD
         if not (train_memory_turns or train_final_turn):
             raise ValueError("train_memory_turns and train_final_turn are both False")
+=======
+        if engine_retry_s < 0:
+            raise ValueError(f"engine_retry_s must be >= 0, got {engine_retry_s}")
+>>>>>>> main
         self.tokenizer = tokenizer
         self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
         self.chunk_tokens = chunk_tokens
@@ -145,7 +155,11 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.group_size = group_size
         self.adv_std_norm = adv_std_norm
         self.train_final_turn = train_final_turn
+<<<<<<< HEAD
         self.train_memory_turns = train_memory_turns
+=======
+        self.engine_retry_s = engine_retry_s
+>>>>>>> main
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=max_memory_tokens
         )
@@ -155,7 +169,8 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.initial_memory = np.asarray(
             tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
         )
-        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids}
+        # AReaL adds the pad id, None for a tokenizer without a pad token.
+        self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
         self.reward_fn = reward_function(reward)
         self.prompts = as_prompt_texts(prompts)
@@ -181,26 +196,42 @@ class MemAgentWorkflow(RolloutWorkflow):
             tracker = stats_tracker.get(workflow_context.stat_scope())
             tracker.scalar(**{"memagent/item_rejected": 1.0})
             return None
+        started = [Episode() for _ in range(self.group_size)]
         results = await asyncio.gather(
-            *(self.run_episode(engine, doc) for _ in range(self.group_size)),
+            *(self.run_episode(engine, doc, ep=ep) for ep in started),
             return_exceptions=True,
         )
         episodes = [r for r in results if isinstance(r, Episode)]
         for err in (r for r in results if isinstance(r, BaseException)):
-            logger.warning(f"episode of item {doc.id} failed: {err!r}")
+            logger.warning(f"episode of item {doc.id} failed: {err!r:.500}")
+        retried = sum(ep.retried_calls for ep in started)
         if not episodes:
             logger.warning(f"item {doc.id}: every episode failed; group rejected")
+            stats_tracker.get(workflow_context.stat_scope()).scalar(
+                **{
+                    "memagent/episodes_failed": float(len(results)),
+                    "memagent/calls_retried": float(retried),
+                }
+            )
             return None
 
         rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
         self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
+        stats_tracker.get(workflow_context.stat_scope()).scalar(
+            **{"memagent/calls_retried": float(retried)}
+        )
 
         turns = [t for e in episodes for t in e.turns]
         row_advantages = self.row_advantages(episodes, advantages)
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
-        return await asyncio.to_thread(pad_rows, turns, row_advantages)
+        rows = await asyncio.to_thread(pad_rows, turns, row_advantages)
+        if INDEX_KEY in data:  # which question these rows train (see recovery/)
+            rows[INDEX_KEY] = torch.full(
+                (len(turns),), int(data[INDEX_KEY]), dtype=torch.int64
+            )
+        return rows
 
     def row_advantages(
         self, episodes: list[Episode], advantages: list[float]
@@ -226,14 +257,22 @@ class MemAgentWorkflow(RolloutWorkflow):
 
     # --------------------------------------------------------------- one episode
     async def run_episode(
-        self, engine: InferenceEngine, doc: Document, keep_turns: bool = True
+        self,
+        engine: InferenceEngine,
+        doc: Document,
+        keep_turns: bool = True,
+        ep: Episode | None = None,
     ) -> Episode:
-        """Read every chunk into memory, then answer from the memory alone."""
-        ep = Episode()
+        """Read every chunk into memory, then answer from the memory alone.
+
+        ``ep``: the episode to fill (its counters stay readable if this raises).
+        """
+        ep = Episode() if ep is None else ep
         rid = uuid.uuid4().hex  # one rid: every turn of the episode on one server
         memory = self.initial_memory
         for chunk in doc.chunks:
             prompt = doc.memory_prompt.build(memory, chunk)
+<<<<<<< HEAD
             turn = await self.generate(
                 engine,
                 rid,
@@ -241,11 +280,14 @@ class MemAgentWorkflow(RolloutWorkflow):
                 self.memory_gconfig,
                 trainable=self.train_memory_turns,
             )
+=======
+            turn = await self.generate(engine, rid, prompt, self.memory_gconfig, ep)
+>>>>>>> main
             memory = self.next_memory(turn, ep)
             self.account(ep, turn, keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(
-            engine, rid, prompt, self.final_gconfig, trainable=self.train_final_turn
+            engine, rid, prompt, self.final_gconfig, ep, trainable=self.train_final_turn
         )
         self.account(ep, turn, keep_turns)
         ep.answer = self.tokenizer.decode(
@@ -260,15 +302,23 @@ class MemAgentWorkflow(RolloutWorkflow):
         rid: str,
         prompt: np.ndarray,
         gconfig: GenerationHyperparameters,
+        ep: Episode,
         trainable: bool = True,
     ) -> Turn:
-        """One model call; refuses rather than lets the engine shorten the turn."""
-        if len(prompt) + gconfig.max_new_tokens > gconfig.max_tokens:
+        """One model call; refuses rather than lets the engine shorten the turn.
+
+        SGLang answers 400 unless prompt + max_new_tokens < its context length,
+        which the configs set to ``gconfig.max_tokens``: the same rule here, so a
+        turn SGLang would reject is refused before it is sent (AReaL would retry
+        it and lose the episode).
+        """
+        if len(prompt) + gconfig.max_new_tokens >= gconfig.max_tokens:
             raise ValueError(
                 f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
-                f"tokens exceeds gconfig.max_tokens={gconfig.max_tokens}; raise "
-                "gconfig.max_tokens (and the server's context length) or lower "
-                "memagent.chunk_tokens"
+                f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
+                "needs prompt + max_new_tokens < sglang.context_length = "
+                "gconfig.max_tokens); raise gconfig.max_tokens and "
+                "sglang.context_length or lower memagent.chunk_tokens"
             )
         req = ModelRequest(
             rid=rid,
@@ -276,8 +326,34 @@ class MemAgentWorkflow(RolloutWorkflow):
             gconfig=gconfig,
             tokenizer=self.tokenizer,
         )
-        resp = await engine.agenerate(req)
+        resp = await self.call_engine(engine, req, ep)
         return Turn.from_response(prompt, resp, trainable=trainable)
+
+    async def call_engine(
+        self, engine: InferenceEngine, req: ModelRequest, ep: Episode
+    ) -> ModelResponse:
+        """``engine.agenerate(req)``, made again until ``engine_retry_s`` has passed.
+
+        AReaL's client retries an HTTP call a few times, a second apart; a server
+        that restarts, or answers errors for longer, would fail the episode and,
+        with all its episodes, the group, after which AReaL pulls the next
+        question at once. Waiting out the outage here loses nothing instead.
+        """
+        delay, deadline = min(0.5, self.engine_retry_s / 8), None
+        while True:
+            try:
+                return await engine.agenerate(req)
+            except Exception as exc:
+                now = time.monotonic()
+                deadline = deadline or now + self.engine_retry_s
+                if now >= deadline:
+                    raise
+                ep.retried_calls += 1
+                logger.warning(
+                    f"model call failed ({exc!r:.300}); again in {delay:.1f}s"
+                )
+                await asyncio.sleep(min(delay, deadline - now))
+                delay = min(2 * delay, 8.0)
 
     def next_memory(self, turn: Turn, ep: Episode) -> np.ndarray:
         """The memory for the next turn: exactly the tokens just generated.

@@ -56,6 +56,24 @@ class StandinConfig:
         default="",
         metadata={"help": "host:port of a running stand-in server to use instead."},
     )
+    ray_num_cpus: int = field(
+        default=2,
+        metadata={"help": "scheduler.type=ray: CPUs of the local Ray instance."},
+    )
+    startup_timeout: float = field(
+        default=300.0,
+        metadata={
+            "help": "scheduler.type=local|ray: seconds to wait for a worker to "
+            "start (AReaL's 30 s is short for a loaded 2-core machine)."
+        },
+    )
+    xccl_bucket_mb: float | None = field(
+        default=None,
+        metadata={
+            "help": "weight_update_mode=xccl: bucket size in MB (null: AReaL's 1024); "
+            "a fraction of a MB splits the tiny model into several buckets."
+        },
+    )
 
     @property
     def chance(self) -> float | None:

@@ -2,9 +2,12 @@
 
 `cpu_job(config)` prepares everything a GPU cluster would provide: the model
 (a tiny random Qwen2 built offline), the data (synthetic HotpotQA-shaped
-questions, unless the configured files exist), one inference server (the
-SGLang-protocol stand-in) and the process environment of a one-process SPMD run
-(what `torchrun --nproc-per-node 1` and AReaL's launcher would set).
+questions, unless the configured files exist) and, by ``scheduler.type``:
+``local`` or ``ray``, the shared folders (and a local Ray instance) AReaL's
+scheduler expects, its rollout worker then launching the SGLang-protocol
+stand-in; ``null``, one stand-in server and the process environment of a
+one-process SPMD run (what `torchrun --nproc-per-node 1` and AReaL's launcher
+would set).
 """
 
 from __future__ import annotations
@@ -22,7 +25,12 @@ from memagent_workflow.data.synthetic import make_needle, make_synthetic
 from memagent_workflow.eval import sets
 from memagent_workflow.prompt_file import load_prompts
 from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
-from standin.launch import find_free_port, start_standin_server
+from standin.launch import (
+    find_free_port,
+    server_args_of,
+    server_flags,
+    start_standin_server,
+)
 from standin.needle_model import NeedleModelSpec, build_needle_model
 from standin.packed_sdpa import install_packed_sdpa
 from standin.tiny_model import build_tiny_model
@@ -67,30 +75,6 @@ def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
     build_needle_model(config.actor.path, spec)
 
 
-def allow_missing_sglang() -> None:
-    """Let `SGLangConfig.build_args` run without the sglang package.
-
-    AReaL 1.0.4 builds SGLang server arguments even when it only connects to
-    existing servers, and that checks sglang's version. SGLang cannot be
-    installed on CPU; the arguments are unused here, so the check is skipped.
-    """
-    import importlib.metadata
-
-    from areal.utils import pkg_version
-
-    try:
-        importlib.metadata.version("sglang")
-        return
-    except importlib.metadata.PackageNotFoundError:
-        pass
-    original = pkg_version.is_version_greater_or_equal
-
-    def check(package: str, version: str) -> bool:
-        return True if package == "sglang" else original(package, version)
-
-    pkg_version.is_version_greater_or_equal = check
-
-
 def spmd_env(server_addr: str) -> dict[str, str]:
     """Environment of rank 0 of a one-process SPMD run using ``server_addr``."""
     return {
@@ -121,8 +105,16 @@ def standin_server(
     if cfg.server_addr:
         yield cfg.server_addr
         return
+    # The server arguments AReaL passes to a server it launches (seed, context
+    # length, skip_tokenizer_init), so both launch paths serve alike.
+    args = server_args_of(config.sglang)
+    args = {k: args.get(k) for k in ("context_length", "skip_tokenizer_init")}
     server = start_standin_server(
-        config.actor.path, port=cfg.port or None, seed=cfg.seed, log_file=log_file
+        config.actor.path,
+        port=cfg.port or None,
+        seed=config.sglang.random_seed,
+        log_file=log_file,
+        extra_args=server_flags(args),
     )
     logger.info(f"CPU stand-in server (not a production engine) at {server.addr}")
     try:
@@ -132,8 +124,14 @@ def standin_server(
 
 
 @contextlib.contextmanager
-def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
-    """Model, data, server and environment for a CPU run; yields the server address."""
+def cpu_job(config: StandinGRPOConfig) -> Iterator[str | None]:
+    """Model, data and the inference side of a CPU training run.
+
+    With ``scheduler.type`` set (local or ray) AReaL's scheduler starts the actor
+    and rollout workers, and the rollout worker launches the stand-in server
+    (see ``standin.backend``); yields None. With ``scheduler.type: null`` the run
+    is one SPMD process: the server is started here and its address yielded.
+    """
     cfg = config.standin
     ensure_synthetic(
         config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg, "train"
@@ -147,7 +145,10 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
     name_resolve.clear_subtree(
         names.trial_root(config.experiment_name, config.trial_name)
     )
-    allow_missing_sglang()
+    if config.scheduler.type is not None:
+        with single_controller(config):
+            yield None
+        return
     install_packed_sdpa()
     # The stand-in's models are tiny: one intra-op thread trains them several
     # times faster than two threads contending with the server for 2 cores (a
@@ -168,6 +169,43 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str]:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+
+@contextlib.contextmanager
+def single_controller(config: StandinGRPOConfig | StandinEvalConfig) -> Iterator[None]:
+    """What AReaL's scheduler expects to find: the model, shared folders, Ray."""
+    build_model(config)
+    # AReaL's schedulers refuse folders that do not exist yet.
+    Path(config.cluster.fileroot).mkdir(parents=True, exist_ok=True)
+    if config.cluster.name_resolve.type == "nfs":
+        Path(config.cluster.name_resolve.nfs_record_root).mkdir(
+            parents=True, exist_ok=True
+        )
+    with contextlib.ExitStack() as stack:
+        if config.scheduler.type == "ray":
+            stack.enter_context(local_ray(config.standin.ray_num_cpus))
+        yield
+
+
+@contextlib.contextmanager
+def local_ray(num_cpus: int) -> Iterator[None]:
+    """A Ray instance on this machine for the run, stopped afterwards.
+
+    On a cluster, ``ray start`` runs on every node instead and the entry
+    scripts connect to it (``memagent_workflow.ray_cluster``).
+    """
+    import ray
+
+    # Under `uv run`, Ray would rebuild the environment for its workers in a
+    # copy of the repository without its git-ignored folders (outputs/).
+    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
+    ray.init(num_cpus=num_cpus, include_dashboard=False)
+    logger.info(f"started a local Ray instance with {num_cpus} CPUs")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        logger.info("stopped the local Ray instance")
 
 
 def ensure_synthetic_eval(config: StandinEvalConfig) -> None:

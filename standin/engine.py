@@ -23,6 +23,15 @@ from transformers import AutoTokenizer, DynamicCache
 
 from standin.model import KVBatch, load_model
 from standin.protocol import GenRequest, sample_token
+from standin.weight_log import WeightLog
+from standin.xccl import load_tensors
+
+# SGLang's pause modes: "abort" (its default) ends every request, running or
+# queued; "in_place" and "retract" keep them and carry on after the resume
+# (SGLang's retract recomputes their KV cache, invisible to a client).
+PAUSE_MODES = ("abort", "in_place", "retract")
+ABORT_RUNNING = "Aborted"  # SGLang's messages, as its clients may match them
+ABORT_QUEUED = "Abort in waiting queue"
 
 logger = logging.getLogger("StandinEngine")
 
@@ -36,12 +45,24 @@ class StandinEngine:
         seed: int = 0,
         max_batch_size: int = 32,
         max_prefills_per_step: int = 4,
+        context_length: int | None = None,
+        skip_tokenizer_init: bool = False,
     ) -> None:
         self.model_path = str(model_path)
         self.model = load_model(model_path)
         cfg = self.model.config
         self.vocab_size = int(cfg.vocab_size)
-        self.max_len = int(getattr(cfg, "max_position_embeddings", 1 << 30))
+        derived = int(getattr(cfg, "max_position_embeddings", 1 << 30))
+        if context_length is not None and context_length > derived:
+            raise ValueError(
+                f"context_length {context_length} is greater than the model's "
+                f"max_position_embeddings {derived} (SGLang refuses this too)"
+            )
+        self.context_length = context_length or derived
+        # Under skip_tokenizer_init SGLang loads no tokenizer: it returns no text
+        # and cannot match stop strings. The stand-in still reads the tokenizer's
+        # eos id, and its server drops `text` and refuses stop strings.
+        self.skip_tokenizer_init = skip_tokenizer_init
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         except Exception as e:  # a weights-only dir still serves token ids
@@ -51,10 +72,11 @@ class StandinEngine:
         self.generator = torch.Generator().manual_seed(seed)
         self.max_batch_size = max_batch_size
         self.max_prefills_per_step = max_prefills_per_step
-        self.n_updates = 0
+        self.weights = WeightLog()
         self.paused = False
         self._cv = threading.Condition()
         self._pending: deque[GenRequest] = deque()
+        self._held: list[GenRequest] = []  # arrived while paused
         self._commands: deque[tuple[Callable[[], Any], Future]] = deque()
         self._batch = KVBatch()
         self._stopping = False
@@ -83,10 +105,19 @@ class StandinEngine:
         self._thread.join(timeout)
 
     def submit(self, req: GenRequest) -> None:
-        """Queue a request; ``req.on_done`` is called from the worker thread."""
+        """Queue a request; ``req.on_done`` is called from the worker thread.
+
+        While paused, new requests are held until the resume, as SGLang holds
+        them before they reach its scheduler (a pause never aborts them).
+        """
         with self._cv:
-            self._pending.append(req)
+            (self._held if self.paused else self._pending).append(req)
             self._cv.notify_all()
+
+    @property
+    def n_updates(self) -> int:
+        """Weight syncs received (one per trainer step, see `WeightLog`)."""
+        return self.weights.n_syncs
 
     def run_command(self, fn: Callable[[], Any]) -> Future:
         """Run ``fn`` in the worker thread between steps."""
@@ -96,15 +127,27 @@ class StandinEngine:
             self._cv.notify_all()
         return fut
 
-    def pause(self) -> Future:
-        """Stop admitting requests and abort running ones (they return so far)."""
+    def pause(self, mode: str = "abort") -> Future:
+        """Stop generating; in "abort" mode end every request, running or queued.
+
+        Aborted requests return what they generated so far, with
+        ``finish_reason.type == "abort"``; AReaL resubmits the remainder.
+        """
+        if mode not in PAUSE_MODES:
+            raise ValueError(f"pause mode {mode!r}: expected one of {PAUSE_MODES}")
         with self._cv:
             self.paused = True
-        return self.run_command(lambda: self._abort_running("Aborted by pause"))
+        self.weights.paused()
+        if mode != "abort":
+            return self.run_command(lambda: 0)
+        return self.run_command(self._abort_all)
 
     def resume(self) -> None:
+        self.weights.resumed()
         with self._cv:
             self.paused = False
+            self._pending.extend(self._held)
+            self._held.clear()
             self._cv.notify_all()
 
     def update_weights(self, path: str, abort: bool) -> Future:
@@ -112,18 +155,38 @@ class StandinEngine:
 
         def _do() -> str:
             if abort:
-                self._abort_running("Aborted by weight update")
+                self._abort_all()
             new = load_model(path, attn="sdpa")
-            self.model.load_state_dict(new.state_dict(), strict=True)
-            self.n_updates += 1
+            state = new.state_dict()
+            self.model.load_state_dict(state, strict=True)
+            dtype = str(new.dtype).removeprefix("torch.")
+            self.weights.record("disk", list(state), [dtype])
             self.model_path = str(path)
-            return f"Loaded weights from {path} (update #{self.n_updates})"
+            return f"Loaded weights from {path}"
+
+        return self.run_command(_do)
+
+    def load_tensors(
+        self, tensors: list[tuple[str, torch.Tensor]], abort: bool
+    ) -> Future:
+        """Copy received named tensors into the served model (between steps)."""
+
+        def _do() -> str:
+            if abort:
+                self._abort_all()
+            load_tensors(self.model, tensors)
+            dtypes = sorted({str(t.dtype).removeprefix("torch.") for _, t in tensors})
+            self.weights.record("distributed", [n for n, _ in tensors], dtypes)
+            return f"Loaded {len(tensors)} tensors ({', '.join(dtypes)})"
 
         return self.run_command(_do)
 
     def counts(self) -> dict[str, int]:
         with self._cv:
-            return {"running": len(self._batch.rows), "waiting": len(self._pending)}
+            return {
+                "running": len(self._batch.rows),
+                "waiting": len(self._pending) + len(self._held),
+            }
 
     # ---- worker thread ---------------------------------------------------
     def _loop(self) -> None:
@@ -165,8 +228,9 @@ class StandinEngine:
                         self._batch.keep([])
             self._abort_running("Server shutting down")
             with self._cv:
-                rest = list(self._pending)
+                rest = list(self._pending) + self._held
                 self._pending.clear()
+                self._held.clear()
             for r in rest:
                 r.finish({"type": "abort", "message": "Abort before prefill: shutdown"})
 
@@ -183,6 +247,16 @@ class StandinEngine:
             r.finish({"type": "abort", "message": message})
         self._batch.keep([])
         return len(rows)
+
+    def _abort_all(self) -> int:
+        """SGLang's abort-all: running requests, then the waiting queue."""
+        n = self._abort_running(ABORT_RUNNING)
+        with self._cv:
+            queued = list(self._pending)
+            self._pending.clear()
+        for r in queued:
+            r.finish({"type": "abort", "message": ABORT_QUEUED})
+        return n + len(queued)
 
     def _prefill(self, req: GenRequest) -> None:
         if req.cancelled:
@@ -213,7 +287,7 @@ class StandinEngine:
         gen = req.generator or self.generator
         tok, lp = sample_token(logits, req.params, gen, req.output_counts())
         req.append(tok, lp)
-        reason = req.check_finished(self.eos_ids, self.max_len, self.tokenizer)
+        reason = req.check_finished(self.eos_ids, self.context_length, self.tokenizer)
         if reason is not None:
             req.finish(reason)
             return False

@@ -18,10 +18,45 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+# SGLang server arguments the stand-in honours, and its flags for them. Every
+# other SGLang argument (memory fractions, CUDA graphs, kernels) means nothing on
+# CPU; the model is always served in float32.
+SERVER_FLAGS = {
+    "model_path": "--model-path",
+    "host": "--host",
+    "port": "--port",
+    "random_seed": "--seed",
+    "context_length": "--context-length",
+    "max_running_requests": "--max-batch-size",
+}
+
+
+def server_args_of(sglang_config: object) -> dict[str, Any]:
+    """An ``sglang:`` config section as SGLang server arguments.
+
+    AReaL's `SGLangConfig.build_args` returns the same keys (and more that the
+    stand-in ignores), but first checks that the sglang package, GPU only, is
+    installed.
+    """
+    return {k: v for k, v in asdict(sglang_config).items() if v is not None}
+
+
+def server_flags(server_args: dict[str, Any]) -> list[str]:
+    """Stand-in command-line flags for SGLang server arguments."""
+    flags = []
+    for key, flag in SERVER_FLAGS.items():
+        if server_args.get(key) is not None:
+            flags += [flag, str(server_args[key])]
+    if server_args.get("skip_tokenizer_init"):
+        flags.append("--skip-tokenizer-init")
+    return flags
 
 
 def find_free_port(host: str = "127.0.0.1") -> int:

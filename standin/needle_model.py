@@ -122,7 +122,7 @@ def build_tokenizer(spec: NeedleModelSpec) -> PreTrainedTokenizerFast:
     )
 
 
-def build_model(spec: NeedleModelSpec, tokenizer) -> Qwen2ForCausalLM:
+def init_model(spec: NeedleModelSpec, tokenizer) -> Qwen2ForCausalLM:
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
     config = Qwen2Config(
         vocab_size=-(-len(tokenizer) // 8) * 8,
@@ -266,7 +266,7 @@ def _write(out: Path, spec: NeedleModelSpec) -> None:
     torch.set_num_threads(1)  # the same float sums on any machine
     try:
         with torch.random.fork_rng(devices=[]):
-            model = build_model(spec, tokenizer)
+            model = init_model(spec, tokenizer)
             demos = Demos(spec, tokenizer)
             loss = warm_start(model, demos)
             check_format(model, demos)

@@ -54,7 +54,10 @@ class SamplingParams:
                 p.top_p = float(d["top_p"])
             if d.get("top_k") is not None:
                 p.top_k = int(d["top_k"])
-            p.stop_token_ids = [int(t) for t in (d.get("stop_token_ids") or [])]
+            # A null id (a tokenizer without a pad token, through AReaL's
+            # new_with_stop_and_pad_token_ids) matches no token; SGLang keeps it.
+            ids = d.get("stop_token_ids") or []
+            p.stop_token_ids = [int(t) for t in ids if t is not None]
             stop = d.get("stop") or []
             p.stop = [stop] if isinstance(stop, str) else [str(s) for s in stop]
             p.ignore_eos = bool(d.get("ignore_eos", False))
@@ -186,7 +189,7 @@ class GenRequest:
 
 
 def parse_input_ids(
-    body: dict[str, Any], vocab_size: int, max_len: int, tokenizer: Any = None
+    body: dict[str, Any], vocab_size: int, tokenizer: Any = None
 ) -> list[int]:
     """Validated prompt ids of a ``/generate`` body; ``ValueError`` if bad."""
     ids = body.get("input_ids")
@@ -201,15 +204,40 @@ def parse_input_ids(
     bad = [t for t in ids if t < 0 or t >= vocab_size]
     if bad:
         raise ValueError(f"token id {bad[0]} outside the vocabulary [0, {vocab_size})")
-    if len(ids) >= max_len:
-        raise ValueError(f"prompt of {len(ids)} tokens >= context length {max_len}")
     return ids
 
 
+def check_context_length(
+    n_input: int, max_new_tokens: int | None, context_length: int
+) -> None:
+    """SGLang's length rule, with its messages: the prompt and the requested new
+    tokens together must stay *below* the context length (``ValueError``, which
+    the server answers with 400)."""
+    if n_input >= context_length:
+        raise ValueError(
+            f"The input ({n_input} tokens) is longer than the model's context "
+            f"length ({context_length} tokens)."
+        )
+    if max_new_tokens is not None and n_input + max_new_tokens >= context_length:
+        raise ValueError(
+            "Requested token count exceeds the model's maximum context length of "
+            f"{context_length} tokens. You requested a total of "
+            f"{n_input + max_new_tokens} tokens: {n_input} tokens from the input "
+            f"messages and {max_new_tokens} tokens for the completion. Please reduce "
+            "the number of tokens in the input messages or the completion to fit "
+            "within the limit."
+        )
+
+
 def build_response(
-    req: GenRequest, tokenizer: Any, weight_version: int, now: float
+    req: GenRequest,
+    tokenizer: Any,
+    weight_version: int,
+    now: float,
+    with_text: bool = True,
 ) -> dict[str, Any]:
-    """SGLang's non-streaming ``/generate`` response for a finished request."""
+    """SGLang's non-streaming ``/generate`` response for a finished request
+    (without ``text`` under ``skip_tokenizer_init``, as SGLang)."""
     text = ""
     if tokenizer is not None and req.output_ids:
         skip = req.params.skip_special_tokens
@@ -230,4 +258,5 @@ def build_response(
         ]
         if req.input_token_logprobs is not None:
             meta["input_token_logprobs"] = req.input_token_logprobs
-    return {"text": text, "output_ids": list(req.output_ids), "meta_info": meta}
+    out = {"output_ids": list(req.output_ids), "meta_info": meta}
+    return {"text": text, **out} if with_text else out

@@ -1,18 +1,21 @@
 """CPU STAND-IN for an SGLang server: for tests and CPU smoke runs, NOT a production engine.
 
-It speaks the subset of SGLang's HTTP protocol that AReaL 1.0.4's
+It speaks the subset of SGLang 0.5.10's HTTP protocol that AReaL 1.0.4's
 ``RemoteSGLangEngine`` uses (``/health``, ``/generate``, ``/pause_generation``,
-``/continue_generation``, ``/update_weights_from_disk``, ...), backed by a
-Hugging Face causal LM in float32 on CPU (see ``local_engine``). Use it with
-``actor.weight_update_mode=disk``; NCCL/xccl weight updates need real SGLang.
+``/continue_generation``, the weight updates from disk and over a gloo process
+group, ...), backed by a Hugging Face causal LM in float32 on CPU (see
+``engine``). Where it can, it behaves as SGLang does, messages included:
 
-Behaviour notes:
-
-* Logprobs follow SGLang's default convention (see ``local_protocol``).
-* ``/pause_generation`` aborts running requests (they return the tokens made
-  so far with ``finish_reason.type == "abort"``); requests that arrive while
-  paused wait in the queue until ``/continue_generation`` (as SGLang does),
-  so AReaL's client, which resubmits aborted requests at once, does not spin.
+* Logprobs follow SGLang's default convention (see ``protocol``).
+* A prompt plus its ``max_new_tokens`` must stay below ``--context-length``
+  (default: the model's ``max_position_embeddings``); otherwise 400.
+* ``/pause_generation`` in mode "abort" (the default) ends running requests
+  (they return the tokens made so far with ``finish_reason.type == "abort"``)
+  and queued ones; requests that arrive while paused wait until
+  ``/continue_generation``, so AReaL's client, which resubmits aborted
+  requests at once, does not spin.
+* With ``--skip-tokenizer-init`` (AReaL's setting) stop strings are refused,
+  since SGLang cannot honour them then; ``null`` stop token ids are ignored.
 
     python -m standin.server --model-path DIR --port 30000
 """
@@ -34,60 +37,42 @@ import torch
 from aiohttp import web
 from transformers.utils import logging as hf_logging
 
+from standin import faults
 from standin.engine import GenRequest, StandinEngine
-from standin.model import weights_checksum, weights_digest
+from standin.model import weights_digest
 from standin.protocol import (
     SamplingParams,
     build_response,
+    check_context_length,
     parse_input_ids,
 )
+from standin.replies import error, fail, json_body, ok
+from standin.weight_routes import add_weight_routes
 
 # stdlib logging, not areal.utils.logging: importing areal costs 10-20 s of
 # start-up, and the stand-in server must come up fast in tests.
 logger = logging.getLogger("StandinServer")
 
-XCCL_MESSAGE = (
-    "This CPU stand-in cannot do NCCL/xccl weight updates; they need a real "
-    "SGLang server on GPU. Use actor.weight_update_mode=disk."
+STOP_STRINGS_MESSAGE = (
+    "sampling_params.stop (stop strings) needs the tokenizer, and this server "
+    "runs with skip_tokenizer_init, as AReaL's SGLang config does: SGLang "
+    "0.5.10.post1 cannot honour stop strings then either (its scheduler decodes "
+    "the output tail with the tokenizer it did not load). Use stop_token_ids."
 )
 
 
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response(
-        {"error": {"message": message, "code": status}}, status=status
+def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
+    """The aiohttp application serving ``engine`` (``middlewares``: see ``faults``)."""
+    app = web.Application(
+        client_max_size=256 * 1024 * 1024, middlewares=list(middlewares)
     )
-
-
-def _fail(status: int, message: str) -> web.Response:
-    return web.json_response({"success": False, "message": message}, status=status)
-
-
-def _ok(message: str = "", **extra: Any) -> web.Response:
-    return web.json_response({"success": True, "message": message, **extra})
-
-
-async def _json_body(request: web.Request) -> dict[str, Any]:
-    if not request.can_read_body:
-        return {}
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"request body is not valid JSON: {e}") from e
-    if not isinstance(body, dict):
-        raise ValueError("request body must be a JSON object")
-    return body
-
-
-def build_app(engine: StandinEngine) -> web.Application:
-    """The aiohttp application serving ``engine``."""
-    app = web.Application(client_max_size=256 * 1024 * 1024)
     routes = web.RouteTableDef()
 
     @routes.get("/health")
     @routes.get("/health_generate")
     async def health(_: web.Request) -> web.Response:
         if not engine.alive():
-            return _error(503, "engine thread is not running")
+            return error(503, "engine thread is not running")
         return web.json_response({"status": "ok"})
 
     def info(**extra: Any) -> dict[str, Any]:
@@ -101,23 +86,35 @@ def build_app(engine: StandinEngine) -> web.Application:
 
     @routes.get("/get_server_info")
     async def server_info(_: web.Request) -> web.Response:
-        extra = {"paused": engine.paused, "stand_in": True, **engine.counts()}
+        extra = {
+            "context_length": engine.context_length,
+            "skip_tokenizer_init": engine.skip_tokenizer_init,
+            # stand-in only (tests read them; SGLang has no such fields):
+            "stand_in": True,
+            "paused": engine.paused,
+            **engine.counts(),
+            "weight_syncs": engine.weights.summary(),
+        }
         return web.json_response(info(**extra))
 
     @routes.post("/generate")
     async def generate(request: web.Request) -> web.Response:
         try:
-            body = await _json_body(request)
+            body = await json_body(request)
             if body.get("stream"):
                 raise ValueError("stream=true is not supported by the CPU stand-in")
-            ids = parse_input_ids(
-                body, engine.vocab_size, engine.max_len, engine.tokenizer
+            ids = parse_input_ids(body, engine.vocab_size, engine.tokenizer)
+            raw = body.get("sampling_params") or {}
+            params = SamplingParams.from_json(raw)
+            check_context_length(
+                len(ids), raw.get("max_new_tokens"), engine.context_length
             )
-            params = SamplingParams.from_json(body.get("sampling_params"))
+            if params.stop and engine.skip_tokenizer_init:
+                raise ValueError(STOP_STRINGS_MESSAGE)
             start = body.get("logprob_start_len")
             start = -1 if start is None else int(start)
         except (ValueError, TypeError) as e:
-            return _error(400, str(e))
+            return error(400, str(e))
         loop = asyncio.get_running_loop()
         fut: asyncio.Future = loop.create_future()
 
@@ -142,67 +139,44 @@ def build_app(engine: StandinEngine) -> web.Application:
             req.cancelled = True
             raise
         if req.error is not None:
-            return _error(500, f"generation failed: {req.error!r}")
+            return error(500, f"generation failed: {req.error!r}")
         return web.json_response(
-            build_response(req, engine.tokenizer, engine.n_updates, loop.time())
+            build_response(
+                req,
+                engine.tokenizer,
+                engine.n_updates,
+                loop.time(),
+                with_text=not engine.skip_tokenizer_init,
+            )
         )
 
     @routes.post("/pause_generation")
     async def pause(request: web.Request) -> web.Response:
-        n = await asyncio.wrap_future(engine.pause())
-        return _ok(f"paused; aborted {n} running request(s)")
+        try:
+            mode = (await json_body(request)).get("mode", "abort")
+            done = engine.pause(mode)
+        except ValueError as e:
+            return fail(400, str(e))
+        n = await asyncio.wrap_future(done)
+        return ok(f"paused ({mode}); aborted {n} request(s)")
 
     @routes.post("/continue_generation")
     async def resume(_: web.Request) -> web.Response:
         engine.resume()
-        return _ok("resumed")
-
-    @routes.post("/update_weights_from_disk")
-    async def update_weights(request: web.Request) -> web.Response:
-        try:
-            body = await _json_body(request)
-        except ValueError as e:
-            return _fail(400, str(e))
-        path = body.get("model_path")
-        if not isinstance(path, str) or not (Path(path) / "config.json").is_file():
-            return _fail(400, f"model_path {path!r} is not a HF model directory")
-        abort = bool(body.get("abort_all_requests", False))
-        try:
-            msg = await asyncio.wrap_future(engine.update_weights(path, abort))
-        except Exception as e:
-            return _fail(400, f"failed to load weights from {path}: {e}")
-        logger.info(msg)
-        return _ok(msg, num_paused_requests=0)
+        return ok("resumed")
 
     @routes.post("/flush_cache")
     @routes.post("/release_memory_occupation")
     @routes.post("/resume_memory_occupation")
     async def noop(request: web.Request) -> web.Response:
-        return _ok(f"{request.path}: no-op on the CPU stand-in")
-
-    @routes.post("/init_weights_update_group")
-    @routes.post("/update_weights_from_distributed")
-    @routes.post("/update_weights_from_tensor")
-    async def xccl(_: web.Request) -> web.Response:
-        return _fail(400, XCCL_MESSAGE)
+        return ok(f"{request.path}: no-op on the CPU stand-in")
 
     @routes.post("/load_lora_adapter")
     @routes.post("/unload_lora_adapter")
     async def lora(_: web.Request) -> web.Response:
-        return _fail(400, "LoRA adapters are not supported by the CPU stand-in")
+        return fail(400, "LoRA adapters are not supported by the CPU stand-in")
 
-    @routes.get("/weights_checksum")
-    async def checksum(_: web.Request) -> web.Response:
-        fn = lambda: weights_checksum(engine.model)  # noqa: E731
-        value = await asyncio.wrap_future(engine.run_command(fn))
-        return web.json_response(info(checksum=value))
-
-    @routes.get("/weights_digest")
-    async def digest(_: web.Request) -> web.Response:
-        fn = lambda: weights_digest(engine.model)  # noqa: E731
-        value = await asyncio.wrap_future(engine.run_command(fn))
-        return web.json_response(info(digest=value))
-
+    add_weight_routes(routes, engine)
     app.add_routes(routes)
     return app
 
@@ -234,10 +208,20 @@ async def serve(args: argparse.Namespace) -> None:
     torch.set_num_threads(1)
     hf_logging.disable_progress_bar()
     engine = StandinEngine(
-        args.model_path, seed=args.seed, max_batch_size=args.max_batch_size
+        args.model_path,
+        seed=args.seed,
+        max_batch_size=args.max_batch_size,
+        context_length=args.context_length,
+        skip_tokenizer_init=args.skip_tokenizer_init,
     )
     engine.start()
-    runner = web.AppRunner(build_app(engine), access_log=None)
+
+    async def digest() -> tuple[str, str]:
+        fn = lambda: (engine.model_path, weights_digest(engine.model))  # noqa: E731
+        return await asyncio.wrap_future(engine.run_command(fn))
+
+    app = build_app(engine, faults.middlewares(args, digest))
+    runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -266,6 +250,27 @@ async def serve(args: argparse.Namespace) -> None:
         watcher.cancel()
     await asyncio.to_thread(engine.stop)
     await runner.cleanup()
+    if args.report_file:
+        write_report(engine, args.report_file, port)
+
+
+def write_report(engine: StandinEngine, path: str, port: int) -> None:
+    """What the server served at exit (stand-in only; read by the e2e tests,
+    where AReaL launches and stops the server itself)."""
+    report = {
+        "pid": os.getpid(),
+        "port": port,
+        "model_path": engine.model_path,
+        "context_length": engine.context_length,
+        "n_updates": engine.n_updates,
+        "weight_syncs": engine.weights.summary(),
+        "digest": weights_digest(engine.model),
+    }
+    tmp = Path(path + ".tmp")
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(json.dumps(report, indent=1))
+    tmp.replace(path)
+    logger.info(f"wrote {path}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -280,11 +285,29 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--max-batch-size", type=int, default=32)
     ap.add_argument(
+        "--context-length",
+        type=int,
+        default=None,
+        help="SGLang's context length (default: the model's max_position_embeddings)",
+    )
+    ap.add_argument(
+        "--skip-tokenizer-init",
+        action="store_true",
+        help="as SGLang: no text output, stop strings refused",
+    )
+    ap.add_argument(
+        "--report-file",
+        default=None,
+        help="stand-in only: at exit, write the served weights' digest and the "
+        "weight updates received here (JSON)",
+    )
+    ap.add_argument(
         "--port-file", default=None, help="write the bound port here (JSON)"
     )
     ap.add_argument(
         "--parent-pid", type=int, default=0, help="exit when this process is gone"
     )
+    faults.add_arguments(ap)
     return ap.parse_args(argv)
 
 

@@ -179,9 +179,14 @@ def check_rows(
         if not problems:
             yield row
     if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED])
-        more = len(problems) - MAX_LISTED
-        raise DataError(
-            f"{source}: {len(problems)} bad row(s); nothing was written:\n  {listed}"
-            + (f"\n  ... and {more} more" if more > 0 else "")
-        )
+        raise DataError(bad_rows_message(source, problems))
+
+
+def bad_rows_message(source: str, problems: list[str], noun: str = "row") -> str:
+    """One message for all of a file's bad rows: the first MAX_LISTED and the total."""
+    listed = "\n  ".join(problems[:MAX_LISTED])
+    more = len(problems) - MAX_LISTED
+    return (
+        f"{source}: {len(problems)} bad {noun}(s); nothing was written:\n  {listed}"
+        + (f"\n  ... and {more} more" if more > 0 else "")
+    )

@@ -41,6 +41,7 @@ _TRAIN_ONLY = (
     "reward",
     "valid_group_size",
     "warmup_steps",
+    "engine_retry_s",  # a retry policy, not part of a resumable setup
 )
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from memagent_workflow.data.files import DataError, read_records, write_json_list
 from memagent_workflow.data.schema import (
-    MAX_LISTED,
     BadField,
+    bad_rows_message,
     parse_id,
     parse_row,
     show,
@@ -166,12 +166,7 @@ def _expanded(path: Path, pool: Sequence[str] | None) -> Iterator[dict]:
     except DataError as exc:
         raise EvalDataError(str(exc)) from None
     if problems:
-        listed = "\n  ".join(problems[:MAX_LISTED])
-        more = len(problems) - MAX_LISTED
-        raise EvalDataError(
-            f"{path}: {len(problems)} bad sample(s); nothing was written:\n  {listed}"
-            + (f"\n  ... and {more} more" if more > 0 else "")
-        )
+        raise EvalDataError(bad_rows_message(str(path), problems, "sample"))
 
 
 def expand_file(

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+NAMES = ("overhead", "async_vs_lockstep", "replay", "loop", "scaling")
 
 
 @pytest.fixture(scope="module")
@@ -21,15 +22,12 @@ def smoke(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     md = out / "results.md"
     run.main(["--smoke", "--out", str(out), "--md", str(md)])
-    results = {
-        name: json.loads((out / f"{name}.json").read_text())
-        for name in ("overhead", "async_vs_lockstep", "scaling")
-    }
-    return results, md.read_text()
+    results = {name: json.loads((out / f"{name}.json").read_text()) for name in NAMES}
+    return results, md.read_text(), out
 
 
 def test_every_result_has_machine_info_and_targets(smoke):
-    results, _ = smoke
+    results = smoke[0]
     for res in results.values():
         assert res["smoke"] is True
         assert {"cpu_cores", "python", "torch", "date"} <= res["machine"].keys()
@@ -94,7 +92,7 @@ def test_zero_cost_schedules_on_a_hand_checked_case():
     assert async_schedule_s(work, slots=2, concurrency=1) == 4.0
 
 
-def test_scaling_runs_one_subprocess_per_length(smoke):
+def test_scaling_fits_cpu_and_wall_time_and_states_the_load(smoke):
     res = smoke[0]["scaling"]
     rows = res["lengths"]
     assert len(rows) >= 2
@@ -103,12 +101,99 @@ def test_scaling_runs_one_subprocess_per_length(smoke):
         assert r["turns"] == r["chunks"] + 1 == r["memory_turns"] + 1
         assert r["peak_rss_mb"] >= r["baseline_rss_mb"] > 0
         assert r["tokenise_s"] > 0 and r["turns_s"] > 0
-    assert 0 <= res["fit_total"]["r2"] <= 1
+        assert r["total_cpu_s"] == r["tokenise_cpu_s"] + r["turns_cpu_s"]
+        assert 0 <= r["machine_busy"] <= 1 and r["loadavg_before"] >= 0
+    assert 0 <= res["fit_cpu"]["r2"] <= 1 and 0 <= res["fit_total"]["r2"] <= 1
+    assert res["targets"][0]["ratio"] == res["fit_cpu"]["r2"]  # judged on CPU time
+    assert res["own_cpu_s"] > 0 and 0 <= res["machine_busy"] <= 1
 
 
-def test_report_has_the_three_tables(smoke):
-    _, md = smoke
-    for title in ("Driver overhead", "Async (AReaL) vs lockstep", "Scaling in context"):
+def test_replay_covers_every_mix_and_slot_count(smoke):
+    res = smoke[0]["replay"]
+    cfg = res["config"]
+    assert [(r["mix"], r["slots"]) for r in res["rows"]] == [
+        (m, s) for m in cfg["mixes"] for s in cfg["slots"]
+    ]
+    for r in res["rows"]:
+        assert r["episodes"] == cfg["questions"] * cfg["group_size"]
+        # no schedule beats the engine-bound ideal
+        for key in ("async_s", "lockstep_whole_batch_s", "lockstep_small_batch_s"):
+            assert r[key] >= r["ideal_s"] * (1 - 1e-9)
+        assert r["small_batch_questions"] == max(1, r["slots"] // cfg["group_size"])
+
+
+def test_every_loop_trains_every_step(smoke):
+    res = smoke[0]["loop"]
+    cfg = res["config"]
+    assert len(res["rows"]) == len(cfg["mixes"]) * len(cfg["ratios"])
+    for row in res["rows"]:
+        assert set(row["loops"]) == {"original"} | {
+            str(k) for k in cfg["offpolicyness"]
+        }
+        for loop in row["loops"].values():
+            assert len(loop["steps"]) == cfg["steps"]
+            for step in loop["steps"]:
+                assert len(step["heads"]) == cfg["batch"]  # questions trained
+                assert step["rows"] > 0 and step["tokens"] > step["rows"]
+        assert row["predicted"]["ideal"] >= row["predicted"]["sync_zero_cost"]
+
+
+def test_train_steps_follow_the_cost_model(smoke):
+    from bench.train_cost import Calibration, TrainCost, train_seconds
+
+    res = smoke[0]["loop"]
+    model = TrainCost(**res["config"]["train"])
+    for row in res["rows"]:
+        calib = Calibration(**row["calibration"])
+        for loop in row["loops"].values():
+            for step in loop["steps"]:
+                want = train_seconds(
+                    model, calib, row["ratio"], step["rows"], step["tokens"]
+                )
+                assert step["train_s"] == pytest.approx(want)
+
+
+def test_synchronous_loops_train_on_policy_and_areal_keeps_its_bound(smoke):
+    res = smoke[0]["loop"]
+    for row in res["rows"]:
+        loops = row["loops"]
+        assert loops["original"]["lockstep_violations"] == 0
+        for name in ("original", "0"):
+            assert loops[name]["staleness_max"] == 0
+            assert loops[name]["token_staleness_mean"] == 0
+        for k in res["config"]["offpolicyness"]:
+            loop = loops[str(k)]
+            assert loop["max_staleness"] == k  # what AReaL's StalenessManager enforced
+            assert loop["admission_violations"] == 0
+            steps, batch = res["config"]["steps"], res["config"]["batch"]
+            assert loop["questions_started"] >= steps * batch
+
+
+def test_report_has_every_section_and_the_plot(smoke):
+    _, md, out = smoke
+    for title in (
+        "Driver overhead",
+        "small-batch lockstep",
+        "at its own scale",
+        "The training loop",
+        "Scaling in context",
+    ):
         assert title in md
     assert "Smoke run" in md
-    assert md.count("\n| metric | measured | target | ratio | status |") == 3
+    assert md.count("\n| metric | measured | target | ratio | status |") == 5
+    assert "](loop.png)" in md and (out / "loop.png").stat().st_size > 0
+    assert "no earlier run with the same configuration" in md
+
+
+def test_a_second_loop_run_is_compared_with_the_first(smoke, tmp_path):
+    """run.py keeps the replaced loop result; the report checks the two agree."""
+    import shutil
+
+    from bench.report import write_report
+
+    _, _, out = smoke
+    for name in ("loop.json",):
+        shutil.copy(out / name, tmp_path / name)
+    shutil.copy(out / "loop.json", tmp_path / "loop.previous.json")
+    md = write_report(tmp_path, tmp_path / "results.md").read_text()
+    assert "differ by 0.0% (median) and 0.0% at most: within 10%" in md

@@ -154,6 +154,7 @@ def eval_workflow(tiny_model_dir):
             max_memory_tokens=16,
             max_final_tokens=64,  # FakeEngine.final_budget
             max_retries=1,
+            engine_retry_s=0,  # a failed call fails the attempt at once
         )
         return MemAgentEvalWorkflow(**{**args, **kw})
 

@@ -1,4 +1,8 @@
-"""The CPU main job, shortened to 2 steps: weight updates reach the server."""
+"""The CPU main job in one-process SPMD mode, 2 steps: weight updates reach the server.
+
+The single-controller and Ray launches of the same job: test_train_launch.py.
+``/weights_digest`` and ``n_updates`` (weight syncs received) are stand-in only.
+"""
 
 import json
 import os
@@ -38,6 +42,7 @@ def run(tiny_model_dir, tmp_path_factory):
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
         cmd = [
             sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+            "scheduler.type=null",  # the one-process SPMD mode
             "total_train_steps=2", "rollout.max_head_offpolicyness=0",
             f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
             f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",

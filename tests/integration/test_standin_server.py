@@ -1,4 +1,9 @@
-"""The CPU stand-in SGLang server (standin.server)."""
+"""The CPU stand-in SGLang server (standin.server).
+
+Stand-in only, read here for checks SGLang gives no way to make:
+``/weights_digest``, ``/weights_checksum`` and the ``running`` / ``waiting``
+fields of ``/get_server_info``.
+"""
 
 import json
 import threading
@@ -314,16 +319,18 @@ def test_bad_generate_requests(standin_server, body):
     assert status == 400 and out["error"]["message"]
 
 
-def test_bad_json_and_unsupported_updates(standin_server):
+def test_bad_json_and_updates_out_of_order(standin_server):
     status, out = call(standin_server, "/generate", raw=b"{not json")
     assert status == 400 and "JSON" in out["error"]["message"]
     status, out = call(
         standin_server, "/update_weights_from_disk", {"model_path": "/no/such/dir"}
     )
     assert status == 400 and out["success"] is False
-    for ep in ("/init_weights_update_group", "/update_weights_from_distributed"):
-        status, out = call(standin_server, ep, {})
-        assert status == 400 and "weight_update_mode=disk" in out["message"]
+    status, out = call(standin_server, "/init_weights_update_group", {})
+    assert status == 400 and "master_address" in out["message"]
+    body = {"names": ["lm_head.weight"], "dtypes": ["float32"], "shapes": [[1]]}
+    status, out = call(standin_server, "/update_weights_from_distributed", body)
+    assert status == 400 and "call `init_weights_update_group` first" in out["message"]
 
 
 def test_areal_remote_sglang_engine(standin_server, ref_model):

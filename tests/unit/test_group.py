@@ -47,6 +47,8 @@ def n_chunks(tokenizer):
 
 
 def run_group(tokenizer, n_chunks, answers=ANSWERS, fail_at=None, **kw):
+    # A failed call fails its episode here (no retry; retries: test_workflow.py).
+    kw.setdefault("engine_retry_s", 0.0)
     wf = MemAgentWorkflow(
         gconfig=GenerationHyperparameters(max_tokens=4096),
         tokenizer=tokenizer,
@@ -160,6 +162,7 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
         # per call of the survivors; the failed episode's calls do not count
         "turn_latency_s": sum(c.latency for c in calls) / len(calls),
         "episodes_failed": 1,
+        "calls_retried": 0.0,
         "item_rejected": 0.0,
         "rows": 3 * (n_chunks + 1),
         "oldest_version": min(min(c.versions) for c in calls),
@@ -174,9 +177,8 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
         if k.startswith("rollout/memagent/") and not k.endswith("__count")
     }
     assert got == pytest.approx(expected)
-    # the hand values tell the neighbouring metrics apart
-    assert len(set(round(v, 6) for v in (1 / 3, 2 / 3, 5 / 9))) == 3
-    assert kinds["cut"] and kinds["empty"] and sum(kept) > 0
+    # the group exercises every counter (sub-EM, EM and F1 differ by design)
+    assert kinds["cut"] and kinds["empty"] and kinds["all_oov"] and sum(kept) > 0
 
 
 def test_metrics_count_the_cut_tokens_apart_from_the_context(tokenizer, n_chunks):

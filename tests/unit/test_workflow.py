@@ -35,6 +35,7 @@ def make_workflow(tokenizer, **kw):
         max_memory_tokens=16,
         max_final_tokens=FakeEngine.final_budget,
         group_size=GROUP,
+        engine_retry_s=0,  # a failed call fails its episode at once
     )
     args.update(kw)
     return MemAgentWorkflow(**args)
@@ -248,13 +249,67 @@ def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
         tokenizer, gconfig=GenerationHyperparameters(max_tokens=fits), group_size=1
     )
     item = dict(ITEM, question="Which river flows north? " * 40)
-    with pytest.raises(ValueError, match="exceeds gconfig.max_tokens"):
+    with pytest.raises(ValueError, match="reaches gconfig.max_tokens"):
         asyncio.run(
             wf.run_episode(
                 FakeEngine(tokenizer, answers(set())),
                 asyncio.run(wf.read_document(item)),
             )
         )
+
+
+class FlakyEngine(FakeEngine):
+    """Fails its first ``failures`` calls the way AReaL's client gives up on one."""
+
+    def __init__(self, *args, failures: int, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.failures = failures
+        self.calls = 0
+
+    async def agenerate(self, req):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise RuntimeError("Failed after 3 retries each. Last error: reset")
+        return await super().agenerate(req)
+
+
+def test_a_failing_call_is_made_again_and_counted(tokenizer, n_chunks):
+    stats_tracker.get("rollout").export(reset=True)
+    engine = FlakyEngine(tokenizer, answers({0}), failures=3)
+    traj = run(make_workflow(tokenizer, engine_retry_s=2.0), engine)
+    assert traj["input_ids"].shape[0] == GROUP * (n_chunks + 1)  # nothing lost
+    stats = stats_tracker.get("rollout").export(reset=True)
+    retried = stats["rollout/memagent/calls_retried"]
+    assert retried * stats["rollout/memagent/calls_retried__count"] == 3
+    assert stats["rollout/memagent/episodes_failed"] == 0
+
+
+def test_a_call_failing_for_engine_retry_s_fails_its_episode_in_bounded_time(
+    tokenizer,
+):
+    import time
+
+    stats_tracker.get("rollout").export(reset=True)
+    engine = FlakyEngine(tokenizer, answers({0}), failures=10**9)
+    start = time.monotonic()
+    assert run(make_workflow(tokenizer, engine_retry_s=0.3), engine) is None
+    assert time.monotonic() - start < 2.0
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/episodes_failed"] == GROUP  # the rejected group
+    assert stats["rollout/memagent/calls_retried"] >= GROUP
+
+
+def test_rows_name_their_question_when_the_item_has_an_index(tokenizer):
+    traj = run(
+        make_workflow(tokenizer, group_size=2),
+        FakeEngine(tokenizer, answers({0})),
+        dict(ITEM, question_index=7),
+    )
+    assert traj["question_index"].tolist() == [7] * traj["input_ids"].shape[0]
+    plain = run(
+        make_workflow(tokenizer, group_size=2), FakeEngine(tokenizer, answers({0}))
+    )
+    assert "question_index" not in plain
 
 
 @pytest.mark.parametrize("reward, expected", [("original", 0.0), ("squad", 1.0)])

@@ -1,0 +1,110 @@
+"""AReaL's FSDP PPO actor whose recover checkpoints hold all of its training state.
+
+AReaL 1.0.4 saves the model and the optimizer in a recover checkpoint (DCP) but
+not the learning-rate scheduler: a resumed run restarts the schedule at step 0
+(the warm-up again, a decay from the top). `MemAgentPPOActor` saves the
+scheduler next to them, and a fingerprint of the whole training state (weights,
+Adam moments and step count, learning rate, scheduler step); loading checks
+that what came back is what was saved, so a damaged checkpoint stops the run
+instead of silently training from a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from areal.api import SaveLoadMeta
+from areal.engine import FSDPPPOActor
+from areal.utils import logging
+
+logger = logging.getLogger("MemAgentActor")
+
+SCHEDULER_FILE = "lr_scheduler.json"
+STATE_FILE = "train_state.json"
+
+
+def _local_sq(t: torch.Tensor) -> float:
+    if hasattr(t, "to_local"):  # an FSDP shard (DTensor)
+        t = t.to_local()
+    return float(t.detach().double().square().sum())
+
+
+class MemAgentPPOActor(FSDPPPOActor):
+    """`FSDPPPOActor` with the LR scheduler and a state check in recover checkpoints."""
+
+    def train_state(self) -> dict[str, Any]:
+        """A fingerprint of the training state, the same on every rank."""
+        sums = torch.zeros(3, dtype=torch.float64)
+        steps = 0.0
+        for p in self.model.parameters():
+            sums[0] += _local_sq(p)
+        for state in self.optimizer.state.values():
+            sums[1] += _local_sq(state["exp_avg"]) if "exp_avg" in state else 0.0
+            sums[2] += _local_sq(state["exp_avg_sq"]) if "exp_avg_sq" in state else 0.0
+            if "step" in state:
+                steps = max(steps, float(state["step"]))
+        if dist.is_initialized():
+            most = torch.tensor([steps], dtype=torch.float64)
+            dist.all_reduce(sums, group=self.cpu_group)
+            dist.all_reduce(most, op=dist.ReduceOp.MAX, group=self.cpu_group)
+            steps = float(most[0])
+        return {
+            "lr": self.optimizer.param_groups[0]["lr"],
+            "scheduler_step": self.lr_scheduler.last_epoch,
+            "optimizer_steps": int(steps),
+            "weights_sq": float(sums[0]),
+            "exp_avg_sq": float(sums[1]),
+            "exp_avg_sq_sq": float(sums[2]),
+        }
+
+    def save(self, meta: SaveLoadMeta) -> None:
+        super().save(meta)
+        if not (meta.weight_format == "dcp" and meta.with_optim):
+            return
+        state = self.train_state()
+        if not dist.is_initialized() or dist.get_rank() == 0:
+            with open(os.path.join(meta.path, SCHEDULER_FILE), "w") as f:
+                json.dump(self.lr_scheduler.state_dict(), f)
+            with open(os.path.join(meta.path, STATE_FILE), "w") as f:
+                json.dump(state, f)
+        logger.info(f"recover checkpoint saved: {json.dumps(state)}")
+
+    def load(self, meta: SaveLoadMeta) -> None:
+        super().load(meta)
+        if not (meta.weight_format == "dcp" and meta.with_optim):
+            return
+        path = os.path.join(meta.path, SCHEDULER_FILE)
+        if os.path.isfile(path):
+            with open(path) as f:
+                self.lr_scheduler.load_state_dict(json.load(f))
+        else:
+            logger.warning(
+                f"{meta.path} holds no learning-rate scheduler state (written by "
+                "plain AReaL?): the schedule restarts from its first step"
+            )
+        state = self.train_state()
+        path = os.path.join(meta.path, STATE_FILE)
+        if os.path.isfile(path):
+            with open(path) as f:
+                saved = json.load(f)
+            differ = [k for k in saved if not _same(saved[k], state.get(k))]
+            if differ:
+                raise RuntimeError(
+                    f"the recover checkpoint in {meta.path} does not hold the state "
+                    f"that was saved there ({', '.join(differ)} differ: saved "
+                    f"{ {k: saved[k] for k in differ} }, loaded "
+                    f"{ {k: state.get(k) for k in differ} }); it is damaged. Move it "
+                    "away to start over."
+                )
+        logger.info(f"recover checkpoint restored: {json.dumps(state)}")
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return b is not None and math.isclose(float(a), float(b), rel_tol=1e-9)
+    return a == b

@@ -1,0 +1,1 @@
+"""Surviving crashes: which questions a run trained, and crash-safe recover checkpoints."""

@@ -1,0 +1,192 @@
+"""The training questions as a resumable data loader: what was handed out, what trained.
+
+AReaL's trainer pulls questions from its data loader ahead of training: with
+``rollout.max_head_offpolicyness`` > 0 the next batches are already rolling out
+when a recover checkpoint is written, and every rejected group pulls one more
+question. AReaL 1.0.4 checkpoints the loader's position, so after a crash the
+questions that were handed out but not yet trained are skipped for the epoch;
+and its ``cycle_dataloader`` restarts the shuffling seed at epoch 0, so a run
+resumed in a later epoch reshuffles with the first epoch's order.
+
+`QuestionLedger` replaces the loader with one whose checkpointed state is the
+epoch, the position in that epoch's order (AReaL's own sampler) and the
+questions handed out but not trained; a resumed run hands those out again
+first. Which questions a step trained comes back in the rows themselves: the
+loader adds ``question_index`` to each item and the workflow copies it into
+every row of the group (see `MemAgentWorkflow.arun_episode`).
+
+It also bounds the wait for a batch: AReaL replaces a rejected group by pulling
+another question, forever, so with every server gone a run would churn through
+its data without end. A step that has pulled a whole batch more than AReaL can
+hold in flight raises `RolloutStalled` instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from areal.utils import logging
+from torch.utils.data import Dataset
+
+logger = logging.getLogger("QuestionLedger")
+
+INDEX_KEY = "question_index"
+STATE_VERSION = 1
+
+
+class RolloutStalled(RuntimeError):
+    """A step keeps pulling questions without getting a batch of groups back."""
+
+
+class IndexedRows(Dataset):
+    """A dataset of dict rows, each returned with its own index as ``question_index``."""
+
+    def __init__(self, rows: Any):
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return {**self.rows[int(index)], INDEX_KEY: int(index)}
+
+
+class QuestionLedger:
+    """A drop-in for AReaL's train data loader that remembers untrained questions.
+
+    ``loader`` is the loader AReaL built over `IndexedRows` (its sampler, batch
+    size and length are kept); ``prefetch_batches`` is how many batches AReaL
+    may hold in flight beyond the one being trained
+    (``rollout.max_head_offpolicyness``). ``log_path``: a JSONL file that gets
+    the question ids of every batch handed to training, written before the
+    step trains on it.
+    """
+
+    def __init__(
+        self,
+        loader: Any,
+        prefetch_batches: int = 0,
+        log_path: str | None = None,
+    ):
+        self.loader = loader
+        self.dataset: IndexedRows = loader.dataset
+        self.batch_size: int = loader.batch_size
+        self.drop_last = bool(loader.drop_last)
+        self.prefetch_batches = max(0, int(prefetch_batches))
+        self.log_path = log_path
+        self.epoch = 0
+        self.position = 0  # questions of this epoch's order handed out
+        self.steps = 0  # batches trained (= global steps done)
+        self.outstanding: dict[int, int] = {}  # handed out, not trained -> epoch
+        self.replay: list[int] = []  # outstanding at the checkpoint; first out
+        self.pulled_this_step = 0
+
+    # ------------------------------------------------------------ AReaL's view
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:
+        """The rest of the current epoch (after any replayed questions)."""
+        while self.replay:  # kept in self.replay until handed out (state_dict)
+            batch = self.replay[: self.batch_size]
+            self.replay = self.replay[self.batch_size :]
+            yield self._hand_out(batch, True)
+        order = self.epoch_order()
+        while self.position + self._min_batch() <= len(order):
+            batch = order[self.position : self.position + self.batch_size]
+            self.guard(len(batch))
+            self.position += len(batch)
+            yield self._hand_out(batch, False)
+        self.epoch += 1
+        self.position = 0
+        self.outstanding = {
+            i: e for i, e in self.outstanding.items() if e >= self.epoch - 1
+        }
+
+    def _min_batch(self) -> int:
+        return self.batch_size if self.drop_last else 1
+
+    def epoch_order(self, epoch: int | None = None) -> list[int]:
+        """Dataset indices of ``epoch`` (default: the current one) in sampler order."""
+        sampler = self.loader.sampler
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(self.epoch if epoch is None else epoch)
+        return [int(i) for i in sampler]
+
+    def _hand_out(self, indices: list[int], replayed: bool) -> list[dict[str, Any]]:
+        for i in indices:
+            self.outstanding[i] = self.epoch
+        if not replayed:
+            self.pulled_this_step += len(indices)
+        return [self.dataset[i] for i in indices]
+
+    def guard(self, n: int) -> None:
+        """Raise `RolloutStalled` once this step has pulled a batch too many.
+
+        Without rejections AReaL holds at most ``prefetch + 1`` batches queued
+        and as many running or finished (its staleness window), so pulling more
+        than that plus one batch since the last batch came back means at least a
+        batch worth of groups was rejected in this step.
+        """
+        in_flight = 2 * (self.prefetch_batches + 1) * self.batch_size
+        if self.pulled_this_step + n > in_flight + self.batch_size:
+            raise RolloutStalled(
+                f"step {self.steps}: {self.pulled_this_step} questions handed to "
+                f"rollout and no batch of {self.batch_size} groups came back (at "
+                f"most {in_flight} can be in flight): the groups are being "
+                "rejected, so their episodes fail. Either the inference servers "
+                "are down or unreachable, or every episode fails for another "
+                "reason (see the workflow's warnings)."
+            )
+
+    # ------------------------------------------------------------ trained rows
+    def mark_trained(self, indices: Sequence[int]) -> None:
+        """The questions of the batch a step is about to train on."""
+        for i in indices:
+            self.outstanding.pop(int(i), None)
+        self.pulled_this_step = 0
+        if self.log_path is not None:
+            ids = [self.question_id(i) for i in indices]
+            epoch = self.steps // max(1, len(self))  # AReaL's count, not the loader's
+            line = {"step": self.steps, "epoch": epoch, "questions": ids}
+            os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
+            with open(self.log_path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(line) + "\n")
+        self.steps += 1
+
+    def question_id(self, index: int) -> str:
+        row = self.dataset.rows[int(index)]
+        return str(row.get("id", index)) if isinstance(row, dict) else str(index)
+
+    # ------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """What a resumed run needs to go on where this one is."""
+        untrained = [(i, self.epoch) for i in self.replay]  # from the last resume
+        untrained += [(i, e) for i, e in self.outstanding.items()]
+        return {
+            "version": STATE_VERSION,
+            "epoch": self.epoch,
+            "position": self.position,
+            "steps": self.steps,
+            "outstanding": [[i, e] for i, e in untrained],
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise ValueError(
+                "the recover checkpoint's data loader state was not written by "
+                f"QuestionLedger (version {STATE_VERSION}): {str(state)[:200]}"
+            )
+        self.epoch = int(state["epoch"])
+        self.position = int(state["position"])
+        self.steps = int(state["steps"])
+        self.outstanding = {}
+        self.replay = [int(i) for i, _ in state["outstanding"]]
+        self.pulled_this_step = 0
+        logger.info(
+            f"data: epoch {self.epoch}, {self.position} questions of its order "
+            f"handed out; {len(self.replay)} handed out but not trained go first"
+        )

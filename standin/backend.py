@@ -1,0 +1,91 @@
+"""AReaL's SGLang engine, launching the CPU stand-in where it would launch SGLang.
+
+In single-controller mode AReaL's rollout worker picks a host and port and
+calls its backend's ``launch_server(server_args)``; the SGLang backend builds
+``python -m sglang.launch_server ...`` from the arguments. `StandinBackend`
+keeps every other part of SGLang's protocol (AReaL's own request builders and
+response parsers) and starts ``python -m standin.server`` instead, honouring
+the server arguments the stand-in understands. `StandinSGLangEngine` is
+AReaL's `RemoteSGLangEngine` with that backend: the rollout controller sends
+the class to its workers by import path, so it must live in a module.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Any
+
+from areal.api.cli_args import InferenceEngineConfig
+from areal.engine import RemoteSGLangEngine
+from areal.engine.sglang_remote import SGLangBackend
+from areal.infra import RemoteInfEngine
+from areal.utils.network import format_hostport
+
+from standin.launch import server_flags
+
+# Stand-in only, for tests: a launched stand-in writes its exit report (served
+# weights' digest, updates received) into this folder.
+REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
+
+
+def standin_command(server_args: dict[str, Any]) -> list[str]:
+    """``python -m standin.server ...`` for AReaL's server arguments."""
+    if not server_args.get("model_path"):
+        raise ValueError("server_args lack model_path (sglang.model_path)")
+    cmd = [sys.executable, "-m", "standin.server", *server_flags(server_args)]
+    if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
+        name = f"standin-{server_args.get('port', 0)}.json"
+        cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
+    # The stand-in exits with the worker that launched it.
+    return cmd + ["--parent-pid", str(os.getpid())]
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float = 300.0) -> None:
+    """Return once ``/health`` answers; raise at once if the server exits.
+
+    (AReaL's own wait polls ``/health`` until ``rollout.setup_timeout`` even
+    when the server process is gone.)
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"the stand-in server exited with code {proc.returncode} during "
+                "start-up; its output is in this worker's log"
+            )
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+
+
+class StandinBackend(SGLangBackend):
+    """SGLang's HTTP protocol; ``launch_server`` starts the CPU stand-in."""
+
+    def launch_server(self, server_args: dict[str, Any]) -> subprocess.Popen:
+        env = os.environ.copy()
+        env.setdefault("TORCHDYNAMO_DISABLE", "1")
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env["PYTHONUNBUFFERED"] = "1"
+        proc = subprocess.Popen(
+            standin_command(server_args), env=env, stdout=sys.stdout, stderr=sys.stdout
+        )
+        _wait_healthy(
+            proc, f"http://{format_hostport(server_args['host'], server_args['port'])}"
+        )
+        return proc
+
+
+class StandinSGLangEngine(RemoteSGLangEngine):
+    """`RemoteSGLangEngine` whose launched servers are CPU stand-ins."""
+
+    def __init__(self, config: InferenceEngineConfig):
+        super().__init__(config)
+        self._engine = RemoteInfEngine(config, StandinBackend())

@@ -1,0 +1,131 @@
+"""AReaL's PPO trainer with the CPU stand-in in place of SGLang.
+
+AReaL 1.0.4 hard-codes its engine classes inside two private methods of
+`PPOTrainer`: ``_create_train_engine`` (``FSDPPPOActor``) and
+``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
+which requires the sglang package). `StandinPPOTrainer` overrides both for the
+sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
+timeout. Nothing else differs: the scheduler, the controllers, the workers,
+the staleness control and the weight updates are AReaL's. Without a
+validation set it starts no eval-rollout worker (AReaL would start one and
+never use it). ``tests/unit/test_standin_trainer_pins.py`` fails loudly when
+an AReaL upgrade changes what these overrides mirror or rely on.
+"""
+
+from __future__ import annotations
+
+from copy import deepcopy
+from typing import Any
+
+from areal.api import Scheduler
+from areal.api.alloc_mode import ModelAllocation
+from areal.api.cli_args import (
+    InferenceEngineConfig,
+    PPOActorConfig,
+    SchedulingStrategy,
+    SchedulingStrategyType,
+)
+from areal.infra import LocalScheduler, RayScheduler
+from areal.utils.environ import is_single_controller
+
+from memagent_workflow.trainer import MemAgentPPOTrainer
+from standin.actor import StandinPPOActor
+from standin.backend import StandinSGLangEngine
+from standin.config import StandinGRPOConfig
+from standin.launch import server_args_of
+
+
+class StandinPPOTrainer(MemAgentPPOTrainer):
+    """The project's trainer, with the CPU stand-in's actor and rollout engines.
+
+    Two ``standin:`` settings reach AReaL here: ``xccl_bucket_mb`` (the size of
+    one xccl weight-update bucket; AReaL's 1024 MB holds the tiny model whole)
+    and ``startup_timeout`` (how long the scheduler waits for a worker).
+    """
+
+    actor_cls: type = StandinPPOActor
+
+    def __init__(
+        self,
+        config: StandinGRPOConfig,
+        train_dataset: Any = None,
+        valid_dataset: Any = None,
+    ):
+        self.standin = config.standin
+        super().__init__(
+            config, train_dataset=train_dataset, valid_dataset=valid_dataset
+        )
+        bucket_mb = self.standin.xccl_bucket_mb
+        if bucket_mb is not None and self.weight_update_meta.type == "xccl":
+            # The actor reads it from the meta the trainer sends each step.
+            self.weight_update_meta.weight_chunked_mem_mb = bucket_mb
+
+    def _init_scheduler(self) -> Scheduler:
+        # AReaL's 30 s to start a worker (import torch and AReaL) is too short
+        # on a loaded 2-core machine; the rest is AReaL's choice of scheduler.
+        kinds = {"local": LocalScheduler, "ray": RayScheduler}
+        if self.config.scheduler.type not in kinds:
+            return super()._init_scheduler()
+        return kinds[self.config.scheduler.type](
+            startup_timeout=self.standin.startup_timeout, exp_config=self.config
+        )
+
+    def _create_train_engine(
+        self, actor_config: PPOActorConfig, alloc: ModelAllocation
+    ) -> Any:
+        if alloc.backend != "fsdp":
+            raise ValueError(
+                f"the CPU stand-in trains with fsdp only, got backend {alloc.backend}"
+            )
+        # The actor (and a reference model, if any) in the stand-in's actor
+        # class: the pack-aware SDPA must be installed in its process.
+        if is_single_controller():
+            actor = self.actor_cls.as_controller(actor_config, self.scheduler)
+        else:
+            actor = self.actor_cls(config=actor_config)
+        actor.create_process_group(parallel_strategy=alloc.parallel)
+        return actor
+
+    def _init_rollout(
+        self,
+        rollout_config: InferenceEngineConfig,
+        is_eval: bool = False,
+        lora_path: str | None = None,
+    ) -> Any:
+        if self.rollout_alloc.backend != "sglang":
+            raise ValueError(
+                "the CPU stand-in speaks SGLang's protocol: set rollout.backend="
+                f"sglang:dN, got {self.config.rollout.backend}"
+            )
+        if lora_path is not None or self.config.rollout.return_routed_experts:
+            raise ValueError("the CPU stand-in serves no LoRA and no MoE experts")
+        if is_eval and self.config.valid_dataset is None:
+            # AReaL would start an eval-rollout worker that nothing uses.
+            return None
+        config = deepcopy(rollout_config)
+        if config._version != "v1":
+            raise ValueError("the CPU stand-in runs AReaL's v1 rollout controller")
+        if is_eval:  # as AReaL: no staleness control, on the rollout servers
+            config.max_head_offpolicyness = int(1e12)
+            config.scheduling_strategy = SchedulingStrategy(
+                type=SchedulingStrategyType.colocation, target="rollout"
+            )
+            for spec in config.scheduling_spec:
+                spec.gpu = 0
+
+        if not is_single_controller():
+            engine = StandinSGLangEngine(config)
+            engine.initialize(
+                train_data_parallel_size=self.actor_alloc.parallel.dp_size
+            )
+            return engine
+
+        controller = StandinSGLangEngine.as_controller(config, self.scheduler)
+        init_kwargs: dict[str, Any] = dict(
+            role="rollout", server_args=server_args_of(self.config.sglang)
+        )
+        if is_eval:
+            init_kwargs["role"] = "eval-rollout"
+            init_kwargs["server_infos"] = self.rollout.server_infos
+        controller.initialize(**init_kwargs)
+        return controller

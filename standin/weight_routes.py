@@ -1,0 +1,120 @@
+"""The stand-in's weight-update endpoints: from disk, and distributed (xccl).
+
+``/update_weights_from_disk`` reloads an HF folder. ``/init_weights_update_group``
+and ``/update_weights_from_distributed`` follow SGLang 0.5.10's request and reply
+shapes (see ``standin.xccl``): the group join runs in a thread, since it blocks
+until the trainer joins too, and each bucket is received in a thread and then
+loaded into the model by the engine between generation steps.
+``/weights_digest`` and ``/weights_checksum`` are stand-in only (for tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from aiohttp import web
+
+from standin import xccl
+from standin.engine import StandinEngine
+from standin.model import weights_checksum, weights_digest
+from standin.replies import fail, json_body, ok
+
+logger = logging.getLogger("StandinServer")
+
+
+def add_weight_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
+    groups: dict[str, xccl.WeightGroup] = {}
+
+    @routes.post("/update_weights_from_disk")
+    async def update_from_disk(request: web.Request) -> web.Response:
+        try:
+            body = await json_body(request)
+        except ValueError as e:
+            return fail(400, str(e))
+        path = body.get("model_path")
+        if not isinstance(path, str) or not (Path(path) / "config.json").is_file():
+            return fail(400, f"model_path {path!r} is not a HF model directory")
+        abort = bool(body.get("abort_all_requests", False))
+        try:
+            msg = await asyncio.wrap_future(engine.update_weights(path, abort))
+        except Exception as e:
+            return fail(400, f"failed to load weights from {path}: {e}")
+        logger.info(msg)
+        return ok(msg, num_paused_requests=0)
+
+    @routes.post("/init_weights_update_group")
+    async def init_group(request: web.Request) -> web.Response:
+        try:
+            body = await json_body(request)
+            name = str(body.get("group_name", "weight_update_group"))
+            args = dict(
+                master_address=str(body["master_address"]),
+                master_port=int(body["master_port"]),
+                # SGLang: rank = rank_offset + the worker's TP rank (one worker here)
+                rank=int(body["rank_offset"]),
+                world_size=int(body["world_size"]),
+                group_name=name,
+                backend=str(body.get("backend", "nccl")),
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            return fail(400, f"bad init_weights_update_group request: {e!r}")
+        if name in groups:
+            await asyncio.to_thread(xccl.leave_group, groups.pop(name))
+        try:
+            groups[name] = await asyncio.to_thread(xccl.join_group, **args)
+        except Exception as e:
+            return fail(400, f"Failed to initialize custom process group: {e}.")
+        logger.info(f"joined weight-update group {name} as rank {args['rank']}")
+        return ok("Succeeded to initialize custom process group.")
+
+    @routes.post("/update_weights_from_distributed")
+    async def update_distributed(request: web.Request) -> web.Response:
+        try:
+            body = await json_body(request)
+            name = str(body.get("group_name", "weight_update_group"))
+            names, dtypes = list(body["names"]), list(body["dtypes"])
+            shapes = [list(s) for s in body["shapes"]]
+        except (ValueError, KeyError, TypeError) as e:
+            return fail(400, f"bad update_weights_from_distributed request: {e!r}")
+        if name not in groups:
+            return fail(
+                400,
+                f"Group {name} not in {sorted(groups)}. "
+                "Please call `init_weights_update_group` first.",
+            )
+        if body.get("load_format") not in (None, "auto"):
+            return fail(400, f"load_format {body['load_format']!r} is not supported")
+        abort = bool(body.get("abort_all_requests", False))
+        try:
+            tensors = await asyncio.to_thread(
+                xccl.receive_bucket, groups[name], names, dtypes, shapes
+            )
+            msg = await asyncio.wrap_future(engine.load_tensors(tensors, abort))
+        except Exception as e:
+            return fail(400, f"Failed to update parameter online: {e}.")
+        logger.info(msg)
+        return ok("Succeeded to update parameter online.")
+
+    @routes.post("/update_weights_from_tensor")
+    async def from_tensor(_: web.Request) -> web.Response:
+        return fail(400, "update_weights_from_tensor is not served by the stand-in")
+
+    @routes.get("/weights_checksum")
+    async def checksum(_: web.Request) -> web.Response:
+        value = await asyncio.wrap_future(
+            engine.run_command(lambda: weights_checksum(engine.model))
+        )
+        return web.json_response(_info(engine, checksum=value))
+
+    @routes.get("/weights_digest")
+    async def digest(_: web.Request) -> web.Response:
+        value = await asyncio.wrap_future(
+            engine.run_command(lambda: weights_digest(engine.model))
+        )
+        return web.json_response(_info(engine, digest=value))
+
+
+def _info(engine: StandinEngine, **extra: object) -> dict[str, object]:
+    return {"model_path": engine.model_path, "n_updates": engine.n_updates, **extra}

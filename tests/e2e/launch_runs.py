@@ -1,0 +1,136 @@
+"""Run the entry scripts as a user does, under AReaL's schedulers, for e2e tests.
+
+Every run is ``examples/train.py --config config_cpu.yaml`` (or ``eval.py``) with
+the same overrides a GPU user changes (scheduler, weight sync, sizes, paths),
+in a subprocess. AReaL's rollout worker launches the stand-in and stops it at
+the end; the stand-in leaves an exit report (stand-in only: its served
+weights' digest and the weight updates it received) in ``reports/``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM
+
+from standin.backend import REPORT_DIR_ENV
+from standin.model import weights_digest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The launches the tests run: the README's GPU commands with the GPU config's
+# weight sync (xccl, bf16) or config_cpu.yaml's (disk). README.md lists them.
+LAUNCHES = {
+    "local_disk": ("scheduler.type=local",),
+    "local_xccl": (
+        "scheduler.type=local",
+        "actor.weight_update_mode=xccl",
+        "actor.dtype=bfloat16",
+    ),
+    "ray_disk": ("scheduler.type=ray",),
+    "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
+}
+EVAL_LAUNCH = ("scheduler.type=local",)
+
+# 2 GRPO steps of 2 questions x 2 episodes x <= 3 turns; step 2 waits for v1.
+SMALL_TRAINING = (
+    "total_train_steps=2",
+    "rollout.max_head_offpolicyness=0",
+    "train_dataset.batch_size=2",
+    "memagent.group_size=2",
+    "memagent.max_chunks=2",
+    "standin.synthetic_train=4",
+    "standin.synthetic_valid=2",
+)
+
+
+def digest_of(path: Path) -> str:
+    """The stand-in's digest of an HF checkpoint, loaded as the server loads it."""
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32)
+    return weights_digest(model)
+
+
+def worker_env(reports: Path) -> dict[str, str]:
+    # Workers and the stand-in inherit this environment (LocalScheduler passes
+    # it on; Ray's workers get it from the Ray instance the job starts).
+    return {
+        **os.environ,
+        REPORT_DIR_ENV: str(reports),
+        "PYTHONPATH": str(ROOT),
+        "OMP_NUM_THREADS": "1",  # the controller's own threads
+    }
+
+
+@dataclass
+class Run:
+    """One finished entry-script run and what it left behind."""
+
+    out: Path
+    log: str
+    seconds: float
+    reports: list[dict] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[dict]:
+        text = next(self.out.rglob("steps.jsonl")).read_text()
+        return [json.loads(line) for line in text.splitlines()]
+
+    @property
+    def checkpoint(self) -> Path:
+        return next(self.out.rglob("checkpoints/**/config.json")).parent
+
+
+class Launched:
+    """An entry script started in the background; `finish` waits for it."""
+
+    def __init__(self, cmd: list[str], out: Path):
+        self.cmd, self.out = cmd, out
+        out.mkdir(parents=True, exist_ok=True)
+        self.log_path = out / "run.log"
+        self._log = self.log_path.open("w")
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=worker_env(out / "reports"),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def finish(self, timeout: float = 1500) -> Run:
+        """Wait; fail with the end of the log unless the script exited 0."""
+        try:
+            self.proc.wait(timeout=max(1.0, self.start + timeout - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        finally:
+            self._log.close()
+        seconds = time.monotonic() - self.start
+        log = self.log_path.read_text(errors="replace")
+        assert self.proc.returncode == 0, f"{' '.join(self.cmd)}\n...\n{log[-6000:]}"
+        reports = sorted((self.out / "reports").glob("*.json"))
+        found = [json.loads(p.read_text()) for p in reports]
+        return Run(self.out, log, seconds, reports=found)
+
+
+def train_cmd(out: Path, model: Path, *overrides: str) -> list[str]:
+    """``examples/train.py --config config_cpu.yaml`` shortened, into ``out``."""
+    return [
+        sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+        *SMALL_TRAINING,
+        f"actor.path={model}",
+        f"cluster.fileroot={out / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
+        f"train_dataset.path={out / 'train.jsonl'}",
+        f"valid_dataset.path={out / 'valid.jsonl'}",
+        *overrides,
+    ]  # fmt: skip

@@ -1,0 +1,181 @@
+"""The CPU main job as GPU users launch it: AReaL's single controller and Ray.
+
+Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
+with only the launch overrides of the README's GPU commands changed:
+``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``. AReaL's
+scheduler starts the actor and rollout workers; the rollout worker launches
+the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
+the GPU recipe does, so every tensor is cast on its way into the float32
+server, and uses 0.1 MB buckets so the tiny model takes several.
+
+The exit report read here (digest, weight syncs) is stand-in only: SGLang has
+no such report.
+"""
+
+from __future__ import annotations
+
+import getpass
+import shutil
+
+import pytest
+from transformers import AutoModelForCausalLM
+
+from examples.train import load_config
+from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
+
+# Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
+# the run is not the main job (no eval-rollout worker); and a seed of its own,
+# since AReaL draws worker and server ports from Python's `random`, seeded by
+# `seed`, and these runs start at the same time.
+EXTRA = {
+    "local_disk": ("seed=101",),
+    "local_xccl": ("seed=102", "standin.xccl_bucket_mb=0.1", "valid_dataset=null"),
+    "ray_disk": ("seed=103", "valid_dataset=null"),
+}
+RUNS = sorted(EXTRA)
+
+
+@pytest.fixture(scope="module")
+def model(tiny_model_dir, tmp_path_factory):
+    path = tmp_path_factory.mktemp("launch") / "model"
+    shutil.copytree(tiny_model_dir, path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def initial(model):
+    return digest_of(model)
+
+
+def selected_runs(request) -> list[str]:
+    """The runs the collected tests of this module use."""
+    names = set()
+    for item in request.session.items:
+        if item.module is request.module:
+            names |= set(item.fixturenames) & set(RUNS)
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None and "run" in callspec.params:
+                names.add(callspec.params["run"])
+    return sorted(names)
+
+
+# AReaL picks a worker's ports when it starts the process and the worker binds
+# them some 10-30 s later (after importing torch and AReaL); a run started at the
+# same time can take one in between. A run that failed on a taken port is run
+# again, alone.
+PORT_TAKEN = ("EADDRINUSE", "address already in use")
+
+
+@pytest.fixture(scope="module")
+def runs(model, tmp_path_factory, request):
+    """The selected runs, started together: each is a chain of process starts
+    that mostly waits on one core, so two cores finish three at once in about
+    the time of one and a half."""
+
+    def start(name: str) -> Launched:
+        out = tmp_path_factory.mktemp(name)
+        return Launched(train_cmd(out, model, *LAUNCHES[name], *EXTRA[name]), out)
+
+    def finish(launched: Launched):
+        try:
+            return launched.finish()
+        except AssertionError as exc:  # reported by the tests of that run
+            return exc
+
+    started = {name: start(name) for name in selected_runs(request)}
+    finished = {name: finish(launched) for name, launched in started.items()}
+    for name, result in finished.items():
+        if isinstance(result, AssertionError) and any(
+            sign in str(result) for sign in PORT_TAKEN
+        ):
+            finished[name] = finish(start(name))
+    return finished
+
+
+def get(runs, name):
+    if isinstance(runs[name], AssertionError):
+        pytest.fail(f"the {name} run failed: {runs[name]}", pytrace=False)
+    return runs[name]
+
+
+@pytest.fixture(scope="module")
+def local_disk(runs):
+    """The CPU main job shortened, validation included (eval-rollout worker)."""
+    return get(runs, "local_disk")
+
+
+@pytest.fixture(scope="module")
+def local_xccl(runs):
+    return get(runs, "local_xccl")
+
+
+@pytest.fixture(scope="module")
+def ray_disk(runs):
+    return get(runs, "ray_disk")
+
+
+@pytest.fixture(params=RUNS)
+def run(request):
+    return request.getfixturevalue(request.param)
+
+
+def report_of(run) -> dict:
+    assert len(run.reports) == 1, f"expected one stand-in, got {len(run.reports)}"
+    return run.reports[0]
+
+
+def test_the_server_serves_exactly_the_weights_the_actor_saved(run, initial):
+    served = report_of(run)["digest"]
+    assert served == digest_of(run.checkpoint)
+    assert served != initial
+
+
+def test_one_weight_sync_per_step_with_every_tensor(run, request):
+    syncs = report_of(run)["weight_syncs"]
+    assert len(syncs) == 2  # one pause ... resume window per step, each with updates
+    n_params = len(
+        dict(AutoModelForCausalLM.from_pretrained(run.checkpoint).named_parameters())
+    )
+    for sync in syncs:
+        assert sync["tensors"] == sync["distinct_tensors"] == n_params
+        if request.node.callspec.params["run"] == "local_xccl":
+            assert sync["source"] == "distributed"
+            assert sync["requests"] >= 2  # several buckets, one request each
+            assert sync["dtypes"] == ["bfloat16"]  # cast into the float32 server
+        else:
+            assert sync["source"] == "disk" and sync["requests"] == 1
+
+
+def test_step_two_rollouts_carry_version_one(run):
+    first, second = run.steps
+    assert [first["step"], second["step"]] == [1, 2]
+    assert first["oldest_rollout_version"] == 0
+    assert second["oldest_rollout_version"] == 1
+    assert second["staleness_max"] == 0
+    assert first["rows"] > 0 and second["rows"] > 0
+
+
+def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
+    config = load_config(
+        ["--config", "config_cpu.yaml", f"cluster.fileroot={tmp_path}"]
+    )
+    assert report_of(run)["context_length"] == config.sglang.context_length
+
+
+def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):
+    logs = local_disk.out / "areal" / "logs" / getpass.getuser()
+    rollout_log = (logs / "memagent-cpu" / "trial0" / "rollout.log").read_text()
+    assert "standin.backend.StandinSGLangEngine" in rollout_log
+    assert "CPU stand-in SGLang server on http://" in rollout_log
+    actor_log = (logs / "memagent-cpu" / "trial0" / "actor.log").read_text()
+    assert "standin.actor.StandinPPOActor" in actor_log
+
+
+def test_validation_ran_on_the_eval_rollout_worker(local_disk):
+    assert local_disk.steps[-1]["eval_sub_em"] is not None
+
+
+def test_ray_started_and_stopped_its_own_instance(ray_disk):
+    assert "started a local Ray instance with 2 CPUs" in ray_disk.log
+    assert "stopped the local Ray instance" in ray_disk.log
+    assert "RayScheduler" in ray_disk.log and "LocalScheduler" not in ray_disk.log

@@ -1,0 +1,81 @@
+"""One length rule everywhere: SGLang's, prompt + max_new_tokens < context length.
+
+SGLang 0.5.10 answers 400 when ``len(input_ids) + max_new_tokens >=
+context_length``; the configs set ``sglang.context_length`` to
+``gconfig.max_tokens``; the workflow refuses exactly the turns SGLang would
+reject (AReaL's client would retry them three times and lose the episode).
+The stand-in's side: tests/integration/test_standin_protocol.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+import pytest
+from areal.api.cli_args import GenerationHyperparameters
+
+from examples.eval import load_config as load_eval_config
+from examples.train import load_config as load_train_config
+from memagent_workflow.workflow import Episode, MemAgentWorkflow, load_tokenizer
+from tests.fakes import FakeEngine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tiny_model_dir):
+    return load_tokenizer(str(tiny_model_dir))
+
+
+def turn(tokenizer, prompt_len: int, max_new: int, max_tokens: int):
+    """One model call of ``prompt_len`` + ``max_new`` tokens in a window of
+    ``max_tokens`` (the workflow itself is built for a large window)."""
+    wf = MemAgentWorkflow(
+        gconfig=GenerationHyperparameters(max_tokens=8192),
+        tokenizer=tokenizer,
+        group_size=1,
+        chunk_tokens=64,
+    )
+    gconfig = wf.gconfig.new(max_new_tokens=max_new, max_tokens=max_tokens)
+    engine = FakeEngine(tokenizer, lambda ep: "\\boxed{x}")
+    prompt = np.full(prompt_len, 5, dtype=np.int32)
+    return asyncio.run(wf.generate(engine, "rid", prompt, gconfig, Episode()))
+
+
+def test_a_turn_that_exactly_fills_the_window_is_refused(tokenizer):
+    with pytest.raises(ValueError, match="80 tokens plus 20 new tokens reaches gco"):
+        turn(tokenizer, prompt_len=80, max_new=20, max_tokens=100)
+
+
+def test_a_turn_one_token_short_of_the_window_is_sent(tokenizer):
+    assert len(turn(tokenizer, prompt_len=79, max_new=20, max_tokens=100).output_ids)
+
+
+def test_a_tokenizer_without_a_pad_token(tokenizer):
+    """AReaL then adds None to the stop ids; the workflow must not choke on it."""
+    no_pad = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
+    no_pad.pad_token = None
+    gconfig = GenerationHyperparameters(max_tokens=4096)
+    wf = MemAgentWorkflow(
+        gconfig=gconfig, tokenizer=no_pad, group_size=1, chunk_tokens=64
+    )
+    assert None in wf.gconfig.stop_token_ids
+    assert wf.stop_ids == {no_pad.eos_token_id}
+
+
+@pytest.mark.parametrize(
+    "name, load",
+    [
+        ("config.yaml", load_train_config),
+        ("config_cpu.yaml", load_train_config),
+        ("config_eval.yaml", load_eval_config),
+        ("config_eval_cpu.yaml", load_eval_config),
+    ],
+)
+def test_every_config_gives_the_server_the_workflows_window(name, load, tmp_path):
+    cfg = load(["--config", str(ROOT / name), f"cluster.fileroot={tmp_path}"])
+    assert cfg.sglang.context_length == cfg.gconfig.max_tokens
+    if hasattr(cfg, "eval_gconfig") and cfg.eval_gconfig is not None:
+        assert cfg.eval_gconfig.max_tokens <= cfg.sglang.context_length
