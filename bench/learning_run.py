@@ -11,21 +11,15 @@ from __future__ import annotations
 
 import sys
 
-from examples.train import load_config, train
-from standin.cpu_job import cpu_job
+from examples import train
 
 
 def main(argv: list[str]) -> None:
     if len(argv) < 2 or argv[0] != "--workflow":
         sys.exit(
-            "usage: python -m bench.learning_run --workflow IMPORT.PATH --config ..."
+            "usage: python -m bench.learning_run --workflow IMPORT.PATH --config …"
         )
-    workflow, rest = argv[1], argv[2:]
-    config = load_config(rest)
-    if not hasattr(config, "standin"):
-        sys.exit("bench.learning_run runs CPU stand-in configs only")
-    with cpu_job(config):
-        train(config, workflow=workflow, chance=config.standin.chance)
+    train.main(argv[2:], workflow=argv[1])
 
 
 if __name__ == "__main__":

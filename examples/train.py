@@ -81,26 +81,19 @@ def checked_workflow_kwargs(
     return train_kwargs, eval_kwargs
 
 
-def train(
-    config: MemAgentGRPOConfig, workflow: str = WORKFLOW, chance: float | None = None
-) -> None:
-    """Run GRPO; ``workflow`` trains (an import path), ``chance`` marks the curve."""
+def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
+    """GRPO with ``workflow`` (an import path) for training rollouts."""
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     set_warmup(config, len(train_set))
     train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
-<<<<<<< HEAD
-    with MemAgentPPOTrainer(
-        config, train_dataset=train_set, valid_dataset=valid_set, chance=chance
-=======
     trainer_cls = MemAgentPPOTrainer
     if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
         from standin.trainer import StandinPPOTrainer as trainer_cls
     with trainer_cls(
         config, train_dataset=train_set, valid_dataset=valid_set
->>>>>>> main
     ) as trainer:
         trainer.train(
             workflow=workflow,
@@ -119,21 +112,15 @@ def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     return load_run_config(argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig")
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
     with contextlib.ExitStack() as stack:
         if hasattr(config, "standin"):
             from standin.cpu_job import cpu_job
 
-<<<<<<< HEAD
-        with cpu_job(config):
-            train(config, chance=config.standin.chance)
-    else:
-=======
             stack.enter_context(cpu_job(config))
         stack.enter_context(ray_for(config.scheduler.type))
->>>>>>> main
-        train(config)
+        train(config, workflow)
     logger.info("training finished")
 
 

@@ -90,16 +90,14 @@ class MemAgentConfig:
     )
 
     def __post_init__(self):
-<<<<<<< HEAD
         if not (self.train_memory_turns or self.train_final_turn):
             raise ValueError(
                 "memagent.train_memory_turns and memagent.train_final_turn are both "
                 "false: no row would be trained"
-=======
+            )
         if self.engine_retry_s < 0:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
->>>>>>> main
             )
         reward_function(self.reward)  # raises on an unknown name
         if self.valid_group_size < 1:

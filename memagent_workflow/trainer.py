@@ -1,11 +1,9 @@
-<<<<<<< HEAD
-"""AReaL's PPOTrainer with a one-line-per-step report (log line, steps.jsonl, curve)."""
-=======
 """AReaL's PPO trainer: a step report, and survival of crashes and server outages.
 
 `MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
 and ``steps.jsonl``, in the stats logger's folder
-``{fileroot}/logs/{user}/{experiment}/{trial}``) and four changes for recovery:
+``{fileroot}/logs/{user}/{experiment}/{trial}``, with ``learning_curve.png``
+beside it, redrawn after each validation) and four changes for recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
   question of the epoch exactly once, and a step whose groups keep being
@@ -17,7 +15,6 @@ and ``steps.jsonl``, in the stats logger's folder
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's.
 """
->>>>>>> main
 
 from __future__ import annotations
 
@@ -35,10 +32,8 @@ from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
-<<<<<<< HEAD
-from memagent_workflow.curve import plot_curves, read_steps
-=======
 from memagent_workflow.actor import MemAgentPPOActor
+from memagent_workflow.curve import plot_curves, read_steps
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
@@ -49,7 +44,6 @@ from memagent_workflow.recovery.ledger import (
     QuestionLedger,
     RolloutStalled,
 )
->>>>>>> main
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -74,15 +68,12 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
         "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
         "grad_norm": stats.get("ppo_actor/update/grad_norm"),
-<<<<<<< HEAD
-        "eval_reward": stats.get("eval-rollout/memagent/reward"),
-=======
         "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
         "lr": stats.get("ppo_actor/update/lr"),
         "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
         "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
         "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
->>>>>>> main
+        "eval_reward": stats.get("eval-rollout/memagent/reward"),
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
         "timing_s": {
             k.removeprefix("timeperf/"): round(v, 2)
@@ -113,30 +104,17 @@ class MemAgentPPOTrainer(PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
 
-<<<<<<< HEAD
-    ``steps.jsonl`` sits in the stats logger's folder
-    (``{fileroot}/logs/{user}/{experiment}/{trial}``), and beside it
-    ``learning_curve.png`` (training reward per step, validation accuracy, and
-    the ``chance`` line when given), redrawn after every validation.
-    """
-
-    def __init__(self, *args: Any, chance: float | None = None, **kwargs: Any):
-        super().__init__(*args, **kwargs)
-        self._start = time.perf_counter()
-        log_dir = StatsLogger.get_log_path(self.config.stats_logger)
-        self.steps_path = os.path.join(log_dir, "steps.jsonl")
-        self.curve_path = os.path.join(log_dir, "learning_curve.png")
-        self.chance = chance
-=======
     actor_cls: type = MemAgentPPOActor
+    # Accuracy of a guess, drawn as a line on the learning curve (None: not drawn).
+    chance: float | None = None
 
     def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
         self.restored = restore_interrupted_dump(config.recover)
         super().__init__(config, train_dataset=train_dataset, **kwargs)
         self._start = time.perf_counter()
-        self.steps_path = os.path.join(
-            StatsLogger.get_log_path(self.config.stats_logger), "steps.jsonl"
-        )
+        log_dir = StatsLogger.get_log_path(self.config.stats_logger)
+        self.steps_path = os.path.join(log_dir, "steps.jsonl")
+        self.curve_path = os.path.join(log_dir, "learning_curve.png")
         self.recover_handler = AtomicRecoverHandler.take_over(self.recover_handler)
         self._say_where_training_starts()
         if self.recover_info is None and hasattr(self.rollout, "continue_generation"):
@@ -175,7 +153,6 @@ class MemAgentPPOTrainer(PPOTrainer):
             actor = self.actor_cls(config=actor_config)
         actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
->>>>>>> main
 
     def _export_and_commit_stats(self, epoch: int, epoch_step: int, global_step: int):
         # Mirrors PPOTrainer._export_and_commit_stats (pinned by
@@ -212,19 +189,18 @@ class MemAgentPPOTrainer(PPOTrainer):
         )
         with open(self.steps_path, "a") as f:
             f.write(json.dumps(line) + "\n")
-<<<<<<< HEAD
         if line["eval_reward"] is not None:
             self.draw_curve()
 
     def draw_curve(self) -> None:
-        """Redraw ``learning_curve.png`` from ``steps.jsonl``."""
-        name = f"{self.config.experiment_name}/{self.config.trial_name}"
+        """Redraw ``learning_curve.png`` (beside ``steps.jsonl``) from the steps."""
         plot_curves(
             {"validation accuracy": read_steps(self.steps_path)},
             self.curve_path,
             chance=self.chance,
-            title=f"{name}: GRPO learning curve",
-=======
+            title=f"{self.config.experiment_name}/{self.config.trial_name}: "
+            "GRPO learning curve",
+        )
 
     # ------------------------------------------------------------ recovery
     def _say_where_training_starts(self) -> None:
@@ -282,5 +258,4 @@ class MemAgentPPOTrainer(PPOTrainer):
             f"Last recover checkpoint: global step {step}. Once the cause is fixed "
             "(e.g. the inference servers answer again), rerun the same command to "
             "resume from it; steps after it are redone."
->>>>>>> main
         )

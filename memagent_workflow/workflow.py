@@ -141,13 +141,10 @@ class MemAgentWorkflow(RolloutWorkflow):
                 raise ValueError(f"{name} must be >= 1, got {value}")
         if max_chunks is not None and max_chunks < 1:
             raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
-<<<<<<< HEAD
-        if not (train_memory_turns or train_final_turn):
-            raise ValueError("train_memory_turns and train_final_turn are both False")
-=======
         if engine_retry_s < 0:
             raise ValueError(f"engine_retry_s must be >= 0, got {engine_retry_s}")
->>>>>>> main
+        if not (train_memory_turns or train_final_turn):
+            raise ValueError("train_memory_turns and train_final_turn are both False")
         self.tokenizer = tokenizer
         self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
         self.chunk_tokens = chunk_tokens
@@ -155,11 +152,8 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.group_size = group_size
         self.adv_std_norm = adv_std_norm
         self.train_final_turn = train_final_turn
-<<<<<<< HEAD
         self.train_memory_turns = train_memory_turns
-=======
         self.engine_retry_s = engine_retry_s
->>>>>>> main
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=max_memory_tokens
         )
@@ -272,17 +266,14 @@ class MemAgentWorkflow(RolloutWorkflow):
         memory = self.initial_memory
         for chunk in doc.chunks:
             prompt = doc.memory_prompt.build(memory, chunk)
-<<<<<<< HEAD
             turn = await self.generate(
                 engine,
                 rid,
                 prompt,
                 self.memory_gconfig,
+                ep,
                 trainable=self.train_memory_turns,
             )
-=======
-            turn = await self.generate(engine, rid, prompt, self.memory_gconfig, ep)
->>>>>>> main
             memory = self.next_memory(turn, ep)
             self.account(ep, turn, keep_turns)
         prompt = doc.final_prompt.build(memory)

@@ -52,6 +52,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         valid_dataset: Any = None,
     ):
         self.standin = config.standin
+        self.chance = config.standin.chance
         super().__init__(
             config, train_dataset=train_dataset, valid_dataset=valid_dataset
         )
