@@ -44,7 +44,7 @@ from standin.build_cache import cached_build
 logger = logging.getLogger("NeedleModel")
 
 # Bump when anything that changes the built files changes.
-NEEDLE_BUILD_VERSION = 1
+NEEDLE_BUILD_VERSION = 2
 
 ENDOFTEXT, IM_START, IM_END, UNKNOWN = (
     "<|endoftext|>",
@@ -74,10 +74,11 @@ class NeedleModelSpec:
     chunk_tokens: int = 6
     chunks: int = 1
     distractors: bool = False
-    memory_tokens: int = 1  # a memory of one word: no EOS after it
+    # The memory is written like the answer, "\\boxed{ WORD }": 3 tokens, no EOS.
+    memory_tokens: int = 3
     seed: int = 0
     hidden_size: int = 64
-    layers: int = 2
+    layers: int = 1
     warm_start_steps: int = 1000
     warm_start_lr: float = 3e-3
     warm_start_questions: int = 32  # per step
@@ -174,12 +175,14 @@ class Demos:
         return self.templates[question]
 
     def boxed(self, word: np.ndarray) -> list[int]:
-        return [*self.box[0], *word, *self.box[1], self.tok.eos_token_id]
+        return [*self.box[0], *word, *self.box[1]]
 
     def batch(self, n: int) -> list[tuple[np.ndarray, list[int]]]:
         """(prompt, target) pairs for every turn of ``n`` random questions."""
         spec = self.spec
-        eos = [self.tok.eos_token_id] if spec.memory_tokens > 1 else []
+        eos = [self.tok.eos_token_id]
+        # A memory that fills its token budget ends without EOS, as in a run.
+        memory_eos = eos if spec.memory_tokens > len(self.boxed(self.answer_ids[0])) else []
         pairs = []
         seed = self.rng.randrange(1 << 30)
         for row in make_needle(n, seed, spec.chunks, spec.distractors):
@@ -188,10 +191,10 @@ class Demos:
             ids = encode_context(self.tok, row["context"])
             for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
                 # Any answer word, whatever the chunk says: format, not task.
-                written = self.rng.choice(self.answer_ids)
-                pairs.append((memory_t.build(memory, chunk), [*written, *eos]))
-                memory = written
-            pairs.append((final_t.build(memory), self.boxed(memory)))
+                written = self.boxed(self.rng.choice(self.answer_ids))
+                pairs.append((memory_t.build(memory, chunk), [*written, *memory_eos]))
+                memory = np.asarray(written, dtype=np.int32)
+            pairs.append((final_t.build(memory), [*memory.tolist(), *eos]))
         return pairs
 
 
@@ -251,8 +254,9 @@ def check_format(model, demos: Demos) -> None:
             max_new_tokens=len(target),
             do_sample=False,
         )[0, ids.shape[1] :].tolist()
-        is_final = len(target) > demos.spec.memory_tokens
-        ok = out == target if is_final else out[:1] in demos.answer_lists
+        is_final = target[-1] == demos.tok.eos_token_id
+        boxed_words = [demos.boxed(a) for a in demos.answer_ids]
+        ok = out == target if is_final else out[:3] in boxed_words
         if not ok:
             raise RuntimeError(
                 f"the warm start did not teach the format: {demos.tok.decode(out)!r} "
