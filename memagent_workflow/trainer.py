@@ -84,6 +84,12 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
     }
 
 
+def _fmt(value: float | None) -> str:
+    # None: this step's export held no finished episode (AReaL exports rollout
+    # stats when episodes finish, and read-ahead can finish a batch a step early).
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:
     """The ``question_index`` of each trajectory (one group = one question)."""
     out = []
@@ -175,7 +181,7 @@ class MemAgentPPOTrainer(PPOTrainer):
         """Log the step's line and append it to ``steps.jsonl``."""
         t = line["timing_s"]
         logger.info(
-            f"step {line['step']}: reward {line['reward'] or 0:.3f} | "
+            f"step {line['step']}: reward {_fmt(line['reward'])} | "
             f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
             f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
             f"rejected, {line['episodes_failed']} episodes failed, "
