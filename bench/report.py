@@ -10,13 +10,14 @@ from typing import Any
 from bench import report_loop, report_sections
 from bench.report_sections import ratio_cell, status_cell
 
-FILES = ("overhead", "async_vs_lockstep", "replay", "loop", "scaling")
+FILES = ("overhead", "async_vs_lockstep", "replay", "loop", "scaling", "learning")
 TITLES = {
     "overhead": "1. Driver overhead per turn",
     "async_vs_lockstep": "2. Async (AReaL) vs small-batch lockstep rollout, measured",
     "replay": "3. The original's rollout schedule at its own scale, replayed",
     "loop": "4. The training loop: AReaL's asynchrony vs the original's schedule",
     "scaling": "5. Scaling in context length",
+    "learning": "6. Learning: GRPO through the real stack, and two controls",
 }
 PLOT = "loop.png"
 PREVIOUS = "loop.previous.json"  # the loop result a new run replaced (run.py)
@@ -39,6 +40,7 @@ RENDER = {
     "async_vs_lockstep": report_sections.rollout,
     "replay": report_loop.replay,
     "scaling": report_sections.scaling,
+    "learning": report_sections.learning,
 }
 
 
@@ -94,7 +96,7 @@ def render(
     ``previous`` an earlier loop result to check reproducibility against."""
     smoke = any(r.get("smoke") for r in results.values())
     lines = [
-        "# Benchmarks: driver overhead, rollout schedules, the training loop, O(N)",
+        "# Benchmarks: driver overhead, rollout schedules, the training loop, O(N), learning",
         "",
     ]
     if smoke:
@@ -103,9 +105,10 @@ def render(
             "",
         ]
     lines += [
-        "Reproduce with `uv run python bench/run.py` (all five, 12 to 17 minutes on 2 cores "
+        "Reproduce with `uv run python bench/run.py` (all six, about 30 minutes on 2 cores "
         "depending on the load; "
-        "`--only overhead|async|replay|loop|scaling` for some, `--smoke` for toy sizes). "
+        "`--only overhead|async|replay|loop|scaling|learning` for some, `--smoke` for toy "
+        "sizes). "
         "Raw numbers: `bench/results/*.json`.",
         "",
     ]

@@ -1,4 +1,4 @@
-"""``results.md`` sections of benchmarks 1, 2 and 5 (driver, rollout, scaling)."""
+"""``results.md`` sections of benchmarks 1, 2, 5 and 6 (driver, rollout, scaling, learning)."""
 
 from __future__ import annotations
 
@@ -181,3 +181,39 @@ def scaling(r: dict[str, Any]) -> list[str]:
         "",
     ]
     return out
+
+
+def learning(r: dict[str, Any]) -> list[str]:
+    c = r["config"]
+
+    def cell(value: Any, fmt: str = "{}") -> str:
+        return "never" if value is None else fmt.format(value)
+
+    rows = [
+        f"{s['run']}|{s['seed']}|{s['first_eval']:.3f}|{s['final_eval']:.3f}"
+        f"|{s['best_eval']:.3f}|{cell(s['step_to_0.5'])} / {cell(s['step_to_0.9'])}"
+        f"|{cell(s['seconds_to_0.5'], '{:.0f}')} / {cell(s['seconds_to_0.9'], '{:.0f}')}"
+        f"|{s['wall_s']:.0f}"
+        for s in r["runs"]
+    ]
+    return [
+        f"The CPU main job (`{c['file']}`: AReaL's single controller, `RemoteSGLangEngine`"
+        f", the FSDP actor, a disk weight update every step) on the needle task: "
+        f"{c['total_train_steps']} steps of {c['questions_per_step']} questions x "
+        f"{c['group_size']} episodes, lr {c['lr']:g}; held-out accuracy on "
+        f"{c['valid_questions']} questions whose (name, code) pairs are never trained "
+        f"on, one sampled episode each, every 5 steps; chance {c['chance']:.2f}. "
+        f"Controls on seed 0's model: `shuffled` gives each memory row another "
+        f"episode's advantage (`bench/controls.py`), `no_memory_rows` trains the final "
+        f"turn only (`memagent.train_memory_turns=false`). {c['parallel_runs']} runs at "
+        f"a time, so seconds include sharing the 2 cores; total {r['total_wall_s'] / 60:.1f} min.",
+        "",
+        *targets(r),
+        *_table(
+            "run|seed|held-out acc. first eval|final|best|step to 0.5 / 0.9"
+            "|seconds to 0.5 / 0.9|wall s",
+            rows,
+        ),
+        f"![learning curves]({r['png'].removeprefix('bench/')})",
+        "",
+    ]

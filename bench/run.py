@@ -21,13 +21,18 @@ BENCHMARKS = {
     "replay": "bench.replay",
     "loop": "bench.loop",
     "scaling": "bench.scaling",
+    "learning": "bench.learning",
 }
+# Not in a --smoke run of everything: its toy version costs minutes, and
+# tests/e2e/test_learning.py runs the same train_run path for real.
+NOT_IN_SMOKE = ("learning",)
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
     "replay": "replay",
     "loop": "loop",
     "scaling": "scaling",
+    "learning": "learning",
 }
 
 
@@ -65,7 +70,10 @@ def main(argv: list[str] | None = None) -> list[Path]:
 
     args = parse_args(argv)
     written = []
-    for key in args.only or list(BENCHMARKS):
+    keys = args.only or [
+        k for k in BENCHMARKS if not (args.smoke and k in NOT_IN_SMOKE)
+    ]
+    for key in keys:
         module = importlib.import_module(BENCHMARKS[key])
         load = MachineLoad()
         print(f"[bench] {key}{' (smoke)' if args.smoke else ''} ...", flush=True)

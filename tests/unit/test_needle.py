@@ -105,27 +105,31 @@ def test_build_is_deterministic_and_cached(built):
 
 
 def test_warm_start_teaches_the_format_not_the_task(built):
-    """Memory turn: an answer word about uniformly, whatever the chunk says;
-    final turn: the memory's word, boxed."""
+    """Memory turn: "\\boxed{ WORD }" with WORD about uniform, whatever the chunk
+    says; final turn: the memory's boxed word again, then EOS."""
     path, _ = built
     tok = AutoTokenizer.from_pretrained(path)
     model = AutoModelForCausalLM.from_pretrained(path).eval()
     answer_ids = tok.convert_tokens_to_ids(list(NEEDLE_ANSWERS))
+    box_open = tok.convert_tokens_to_ids("\\boxed{")
     needle_mass = []
     for row in make_needle(32, 9, chunks=1, split="valid"):
         memory_t = PROMPTS.memory_template(tok, row["question"])
         chunk = encode_context(tok, row["context"])
         prompt = memory_t.build(encode_context(tok, SPEC.initial_memory), chunk)
         with torch.no_grad():
-            p = model(torch.tensor([prompt.tolist()])).logits[0, -1].softmax(-1)
-        assert p[answer_ids].sum() > 0.95  # an answer word
+            first = model(torch.tensor([prompt.tolist()])).logits[0, -1].softmax(-1)
+            assert first[box_open] > 0.95  # the memory opens a box
+            p = model(torch.tensor([[*prompt.tolist(), box_open]])).logits[0, -1]
+            p = p.softmax(-1)
+        assert p[answer_ids].sum() > 0.95  # and writes an answer word in it
         needle_mass.append(float(p[tok.convert_tokens_to_ids(row["answers"][0])]))
         final_t = PROMPTS.final_template(tok, row["question"])
-        word = np.asarray([answer_ids[len(needle_mass) % 4]], dtype=np.int32)
-        ids = torch.tensor([final_t.build(word).tolist()])
+        word = tok.decode([answer_ids[len(needle_mass) % 4]])
+        memory = encode_context(tok, f"\\boxed{{ {word} }}")
+        ids = torch.tensor([final_t.build(memory).tolist()])
         out = model.generate(ids, max_new_tokens=4, do_sample=False)[0, ids.shape[1] :]
-        assert tok.decode(out, skip_special_tokens=True) == (
-            f"\\boxed{{ {tok.decode(word)} }}"
-        )
+        assert out[-1] == tok.eos_token_id
+        assert tok.decode(out, skip_special_tokens=True) == f"\\boxed{{ {word} }}"
     # The needle's word gets chance mass, not more: only RL can teach the copy.
     assert abs(np.mean(needle_mass) - 1 / len(NEEDLE_ANSWERS)) < 0.08
