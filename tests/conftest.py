@@ -20,6 +20,17 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def needle_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The CPU main job's warm-started needle model (config_cpu.yaml's build), built once."""
+    from examples.train import load_config
+    from standin.cpu_job import build_model
+
+    out = tmp_path_factory.mktemp("needle") / "model"
+    build_model(load_config(["--config", "config_cpu.yaml", f"actor.path={out}"]))
+    return out
+
+
+@pytest.fixture(scope="session")
 def standin_server(
     tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator:

@@ -33,11 +33,11 @@ def digest_of(path) -> str:
 
 
 @pytest.fixture(scope="module")
-def run(tiny_model_dir, tmp_path_factory):
+def run(needle_model_dir, tmp_path_factory):
     """Two GRPO steps of config_cpu.yaml against a server the test owns."""
     out = tmp_path_factory.mktemp("train_cpu")
     model = out / "model"
-    shutil.copytree(tiny_model_dir, model)
+    shutil.copytree(needle_model_dir, model)
     initial = digest_of(model)
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
         cmd = [

@@ -6,7 +6,7 @@ with only the launch overrides of the README's GPU commands changed:
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
 the GPU recipe does, so every tensor is cast on its way into the float32
-server, and uses 0.1 MB buckets so the tiny model takes several.
+server, and uses 0.02 MB buckets so the needle model (88 KB in bf16) takes several.
 
 The exit report read here (digest, weight syncs) is stand-in only: SGLang has
 no such report.
@@ -29,16 +29,16 @@ from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
 # `seed`, and these runs start at the same time.
 EXTRA = {
     "local_disk": ("seed=101",),
-    "local_xccl": ("seed=102", "standin.xccl_bucket_mb=0.1", "valid_dataset=null"),
+    "local_xccl": ("seed=102", "standin.xccl_bucket_mb=0.02", "valid_dataset=null"),
     "ray_disk": ("seed=103", "valid_dataset=null"),
 }
 RUNS = sorted(EXTRA)
 
 
 @pytest.fixture(scope="module")
-def model(tiny_model_dir, tmp_path_factory):
+def model(needle_model_dir, tmp_path_factory):
     path = tmp_path_factory.mktemp("launch") / "model"
-    shutil.copytree(tiny_model_dir, path)
+    shutil.copytree(needle_model_dir, path)
     return path
 
 

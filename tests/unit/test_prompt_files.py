@@ -97,7 +97,7 @@ def test_file_texts_reach_every_prompt_of_an_episode(tmp_path, tokenizer):
     path = write(tmp_path, {"memory_update": MEMORY, "final_answer": FINAL})
     cfg = load_config(
         ["--config", str(ROOT / "config_cpu.yaml"), f"cluster.fileroot={tmp_path}"]
-        + [f"memagent.prompts={path}"]
+        + [f"memagent.prompts={path}", "gconfig.max_tokens=1024"]  # a BPE model
     )
     kwargs = workflow_kwargs(
         cfg, tokenizer=tokenizer, chunk_tokens=40, group_size=1,
