@@ -201,12 +201,15 @@ class MemAgentPPOTrainer(PPOTrainer):
             )
 
     def train(self, *args: Any, **kwargs: Any) -> None:
-        """AReaL's training loop; if it dies, say what a rerun will resume from."""
+        """AReaL's training loop; if it dies, say what a rerun will resume from;
+        if it ends, which questions it handed out and did not train."""
         try:
             super().train(*args, **kwargs)
         except BaseException:
             logger.error(f"Training stopped. {self._resume_advice()}")
             raise
+        if isinstance(self.train_dataloader, QuestionLedger):
+            self.train_dataloader.log_untrained()
 
     def _track_trained_questions(self) -> None:
         """Tell the ledger which questions each step's batch holds."""
