@@ -105,6 +105,15 @@ class MemAgentPPOTrainer(PPOTrainer):
 
     def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
         self.restored = restore_interrupted_dump(config.recover)
+        try:
+            self._init_trainer(config, train_dataset, **kwargs)
+        except BaseException as exc:
+            self._stop_workers_of_failed_start(exc)
+            raise
+
+    def _init_trainer(
+        self, config: PPOConfig, train_dataset: Any, **kwargs: Any
+    ) -> None:
         super().__init__(config, train_dataset=train_dataset, **kwargs)
         self._start = time.perf_counter()
         self.steps_path = os.path.join(
@@ -210,6 +219,22 @@ class MemAgentPPOTrainer(PPOTrainer):
             raise
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
+
+    def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
+        """A start-up that fails after the scheduler started workers (e.g. the
+        restored weights cannot reach a server) would leave them running: no
+        ``with`` block has been entered to close the trainer."""
+        logger.error(
+            f"Training could not start ({type(exc).__name__}); once the cause "
+            "is fixed, rerun the same command (it resumes from the last recover "
+            "checkpoint, if any)."
+        )
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None:
+            try:
+                scheduler.delete_workers()
+            except Exception as cleanup:  # the original error matters more
+                logger.warning(f"could not stop the workers: {cleanup!r}")
 
     def _track_trained_questions(self) -> None:
         """Tell the ledger which questions each step's batch holds."""
