@@ -97,6 +97,16 @@ def question_indices(batch: list[dict[str, Any]]) -> list[int]:
     return out
 
 
+def server_addresses(rollout: Any) -> list[str]:
+    """The inference servers a rollout engine (one process) or controller uses."""
+    engine = getattr(rollout, "_engine", rollout)  # RemoteSGLangEngine's inner one
+    addresses = getattr(engine, "addresses", None)
+    if addresses:
+        return [str(a) for a in addresses]
+    infos = getattr(rollout, "server_infos", None) or []
+    return [f"{i.host}:{i.port}" for i in infos]
+
+
 class MemAgentPPOTrainer(PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
@@ -244,8 +254,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             try:
                 batch = inner(dataloader, *args, **kwargs)
             except RolloutStalled as exc:
-                servers = getattr(self.rollout, "addresses", None) or []
-                raise RolloutStalled(f"{exc} Servers: {', '.join(servers)}.") from None
+                servers = ", ".join(server_addresses(self.rollout)) or "unknown"
+                raise RolloutStalled(f"{exc} Servers: {servers}.") from None
             if isinstance(dataloader, QuestionLedger):
                 dataloader.mark_trained(question_indices(batch))
             return batch
