@@ -2,14 +2,15 @@
 
 `MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
 and ``steps.jsonl``, in the stats logger's folder
-``{fileroot}/logs/{user}/{experiment}/{trial}``) and four changes for recovery:
+``{fileroot}/logs/{user}/{experiment}/{trial}``) and five changes for recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
-  question of the epoch exactly once, and a step whose groups keep being
-  rejected (servers gone) stops with `RolloutStalled` instead of churning;
+  question of each pass (epoch) exactly once, and a step whose groups keep
+  being rejected (servers gone) stops with `RolloutStalled` instead of churning;
 * the actor is `MemAgentPPOActor` (the LR schedule survives a resume);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
-* servers left paused by a trainer that died in a weight update are resumed.
+* servers left paused by a trainer that died in a weight update are resumed;
+* a start-up that fails after the scheduler started workers stops them.
 
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's.
