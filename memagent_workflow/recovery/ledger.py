@@ -116,8 +116,8 @@ class QuestionLedger:
             yield self._hand_out([(i, self.epoch) for i in batch], False)
         self.epoch += 1
         self.position = 0
-        # A question still outstanding from two passes back had its group
-        # rejected: it is not handed out again (a resume would replay it).
+        # Still outstanding from two passes back: its group was rejected (the
+        # workflow logged why). Forgotten, so a resume no longer replays it.
         for i in list(self.outstanding):
             passes = [p for p in self.outstanding[i] if p >= self.epoch - 1]
             if passes:
