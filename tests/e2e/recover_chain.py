@@ -192,8 +192,8 @@ class Chain:
 
     def _kill_server_at_first_rollout(self, run: dict) -> bool:
         """SIGKILL the chain's stand-in once the run has started rolling out."""
-        mine = self.events.all[run["events"] :]
-        if not any(e["path"] == "/generate" for e in mine):
+        mine = self.events.all[run["events"] :]  # (t: when a request came in)
+        if not any(e["path"] == "/generate" and e["t"] >= run["start"] for e in mine):
             return False
         assert self.server is not None and self.server.proc is not None
         self.server.proc.kill()

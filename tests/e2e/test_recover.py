@@ -85,7 +85,8 @@ def play(chain: Chain) -> Chain:
         chain.stop_server()
     chain.events.poll()
     runs = [{**r, "log": str(r["log"])} for r in chain.runs]
-    record = {"kill_at": chain.kill_at, "seed": chain.seed, "runs": runs}
+    record = {"kill_at": chain.kill_at, "recover_seed": chain.recover_seed}
+    record["runs"] = runs
     (chain.out / "chain.json").write_text(json.dumps(record))  # post-mortems
     return chain
 
