@@ -3,14 +3,15 @@
 `MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
 and ``steps.jsonl``, in the stats logger's folder
 ``{fileroot}/logs/{user}/{experiment}/{trial}``, with ``learning_curve.png``
-beside it, redrawn after each validation) and four changes for recovery:
+beside it, redrawn after each validation) and five changes for recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
-  question of the epoch exactly once, and a step whose groups keep being
-  rejected (servers gone) stops with `RolloutStalled` instead of churning;
+  question of each pass (epoch) exactly once, and a step whose groups keep
+  being rejected (servers gone) stops with `RolloutStalled` instead of churning;
 * the actor is `MemAgentPPOActor` (the LR schedule survives a resume);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
-* servers left paused by a trainer that died in a weight update are resumed.
+* servers left paused by a trainer that died in a weight update are resumed;
+* a start-up that fails after the scheduler started workers stops them.
 
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's.
@@ -106,6 +107,16 @@ def question_indices(batch: list[dict[str, Any]]) -> list[int]:
     return out
 
 
+def server_addresses(rollout: Any) -> list[str]:
+    """The inference servers a rollout engine (one process) or controller uses."""
+    engine = getattr(rollout, "_engine", rollout)  # RemoteSGLangEngine's inner one
+    addresses = getattr(engine, "addresses", None)
+    if addresses:
+        return [str(a) for a in addresses]
+    infos = getattr(rollout, "server_infos", None) or []
+    return [f"{i.host}:{i.port}" for i in infos]
+
+
 class MemAgentPPOTrainer(PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
@@ -116,6 +127,15 @@ class MemAgentPPOTrainer(PPOTrainer):
 
     def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
         self.restored = restore_interrupted_dump(config.recover)
+        try:
+            self._init_trainer(config, train_dataset, **kwargs)
+        except BaseException as exc:
+            self._stop_workers_of_failed_start(exc)
+            raise
+
+    def _init_trainer(
+        self, config: PPOConfig, train_dataset: Any, **kwargs: Any
+    ) -> None:
         super().__init__(config, train_dataset=train_dataset, **kwargs)
         self._start = time.perf_counter()
         log_dir = StatsLogger.get_log_path(self.config.stats_logger)
@@ -229,12 +249,31 @@ class MemAgentPPOTrainer(PPOTrainer):
             )
 
     def train(self, *args: Any, **kwargs: Any) -> None:
-        """AReaL's training loop; if it dies, say what a rerun will resume from."""
+        """AReaL's training loop; if it dies, say what a rerun will resume from;
+        if it ends, which questions it handed out and did not train."""
         try:
             super().train(*args, **kwargs)
         except BaseException:
             logger.error(f"Training stopped. {self._resume_advice()}")
             raise
+        if isinstance(self.train_dataloader, QuestionLedger):
+            self.train_dataloader.log_untrained()
+
+    def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
+        """A start-up that fails after the scheduler started workers (e.g. the
+        restored weights cannot reach a server) would leave them running: no
+        ``with`` block has been entered to close the trainer."""
+        logger.error(
+            f"Training could not start ({type(exc).__name__}); once the cause "
+            "is fixed, rerun the same command (it resumes from the last recover "
+            "checkpoint, if any)."
+        )
+        scheduler = getattr(self, "scheduler", None)
+        if scheduler is not None:
+            try:
+                scheduler.delete_workers()
+            except Exception as cleanup:  # the original error matters more
+                logger.warning(f"could not stop the workers: {cleanup!r}")
 
     def _track_trained_questions(self) -> None:
         """Tell the ledger which questions each step's batch holds."""
@@ -244,8 +283,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             try:
                 batch = inner(dataloader, *args, **kwargs)
             except RolloutStalled as exc:
-                servers = getattr(self.rollout, "addresses", None) or []
-                raise RolloutStalled(f"{exc} Servers: {', '.join(servers)}.") from None
+                servers = ", ".join(server_addresses(self.rollout)) or "unknown"
+                raise RolloutStalled(f"{exc} Servers: {servers}.") from None
             if isinstance(dataloader, QuestionLedger):
                 dataloader.mark_trained(question_indices(batch))
             return batch

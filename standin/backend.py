@@ -13,6 +13,7 @@ the class to its workers by import path, so it must live in a module.
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -30,6 +31,9 @@ from standin.launch import server_flags
 # Stand-in only, for tests: a launched stand-in writes its exit report (served
 # weights' digest, updates received) into this folder.
 REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
+# Stand-in only, for tests: more flags for a launched stand-in (``--faults``,
+# ``--event-log``; see ``standin.faults``).
+EXTRA_ARGS_ENV = "STANDIN_EXTRA_ARGS"
 
 
 def standin_command(server_args: dict[str, Any]) -> list[str]:
@@ -40,6 +44,7 @@ def standin_command(server_args: dict[str, Any]) -> list[str]:
     if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
         name = f"standin-{server_args.get('port', 0)}.json"
         cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
+    cmd += shlex.split(os.environ.get(EXTRA_ARGS_ENV, ""))
     # The stand-in exits with the worker that launched it.
     return cmd + ["--parent-pid", str(os.getpid())]
 

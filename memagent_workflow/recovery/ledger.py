@@ -9,11 +9,24 @@ and its ``cycle_dataloader`` restarts the shuffling seed at epoch 0, so a run
 resumed in a later epoch reshuffles with the first epoch's order.
 
 `QuestionLedger` replaces the loader with one whose checkpointed state is the
-epoch, the position in that epoch's order (AReaL's own sampler) and the
+pass, the position in that pass's order (AReaL's own sampler) and the
 questions handed out but not trained; a resumed run hands those out again
 first. Which questions a step trained comes back in the rows themselves: the
 loader adds ``question_index`` to each item and the workflow copies it into
 every row of the group (see `MemAgentWorkflow.arun_episode`).
+
+Passes. A pass is one epoch's shuffle of the questions; the ledger hands out
+each question once per pass. AReaL trains on the first groups to finish, and
+near a pass's end it reads ahead: questions of the next pass roll out while
+the last of this one still do. So AReaL's last step of an epoch can train a
+question of the next pass, and its next step a straggler of this one. The
+ledger counts every trained question to the pass it was handed out for (the
+oldest pass it is still outstanding in: groups of one question are
+interchangeable), not to AReaL's epoch counter. What holds, across any number
+of crashes: in each pass every question is trained exactly once, except those
+whose group was rejected or which were still rolling out when the run
+stopped; `log_untrained` lists these at the end of a run, and a resumed run
+hands the ones it finds in its checkpoint out again, each in its own pass.
 
 It also bounds the wait for a batch: AReaL replaces a rejected group by pulling
 another question, forever, so with every server gone a run would churn through
@@ -77,11 +90,12 @@ class QuestionLedger:
         self.drop_last = bool(loader.drop_last)
         self.prefetch_batches = max(0, int(prefetch_batches))
         self.log_path = log_path
-        self.epoch = 0
-        self.position = 0  # questions of this epoch's order handed out
+        self.epoch = 0  # the pass being handed out
+        self.position = 0  # questions of this pass's order handed out
         self.steps = 0  # batches trained (= global steps done)
-        self.outstanding: dict[int, int] = {}  # handed out, not trained -> epoch
-        self.replay: list[int] = []  # outstanding at the checkpoint; first out
+        # handed out, not trained: question -> the passes it was handed out for
+        self.outstanding: dict[int, list[int]] = {}
+        self.replay: list[tuple[int, int]] = []  # (question, pass); first out
         self.pulled_this_step = 0
 
     # ------------------------------------------------------------ AReaL's view
@@ -99,12 +113,17 @@ class QuestionLedger:
             batch = order[self.position : self.position + self.batch_size]
             self.guard(len(batch))
             self.position += len(batch)
-            yield self._hand_out(batch, False)
+            yield self._hand_out([(i, self.epoch) for i in batch], False)
         self.epoch += 1
         self.position = 0
-        self.outstanding = {
-            i: e for i, e in self.outstanding.items() if e >= self.epoch - 1
-        }
+        # Still outstanding from two passes back: its group was rejected (the
+        # workflow logged why). Forgotten, so a resume no longer replays it.
+        for i in list(self.outstanding):
+            passes = [p for p in self.outstanding[i] if p >= self.epoch - 1]
+            if passes:
+                self.outstanding[i] = passes
+            else:
+                del self.outstanding[i]
 
     def _min_batch(self) -> int:
         return self.batch_size if self.drop_last else 1
@@ -116,12 +135,15 @@ class QuestionLedger:
             sampler.set_epoch(self.epoch if epoch is None else epoch)
         return [int(i) for i in sampler]
 
-    def _hand_out(self, indices: list[int], replayed: bool) -> list[dict[str, Any]]:
-        for i in indices:
-            self.outstanding[i] = self.epoch
+    def _hand_out(
+        self, batch: list[tuple[int, int]], replayed: bool
+    ) -> list[dict[str, Any]]:
+        for i, p in batch:
+            self.outstanding.setdefault(i, []).append(p)
+            self.outstanding[i].sort()
         if not replayed:
-            self.pulled_this_step += len(indices)
-        return [self.dataset[i] for i in indices]
+            self.pulled_this_step += len(batch)
+        return [self.dataset[i] for i, _ in batch]
 
     def guard(self, n: int) -> None:
         """Raise `RolloutStalled` once this step has pulled a batch too many.
@@ -143,19 +165,50 @@ class QuestionLedger:
             )
 
     # ------------------------------------------------------------ trained rows
-    def mark_trained(self, indices: Sequence[int]) -> None:
-        """The questions of the batch a step is about to train on."""
-        for i in indices:
-            self.outstanding.pop(int(i), None)
+    def mark_trained(self, indices: Sequence[int]) -> list[int | None]:
+        """The questions of the batch a step is about to train on; returns the
+        pass each is counted to (None: it was not handed out, a bug upstream)."""
+        passes = [self._settle(int(i)) for i in indices]
         self.pulled_this_step = 0
-        if self.log_path is not None:
-            ids = [self.question_id(i) for i in indices]
-            epoch = self.steps // max(1, len(self))  # AReaL's count, not the loader's
-            line = {"step": self.steps, "epoch": epoch, "questions": ids}
-            os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
-            with open(self.log_path, "a", encoding="utf-8") as f:
-                f.write(json.dumps(line) + "\n")
+        ids = [self.question_id(i) for i in indices]
+        epoch = self.steps // max(1, len(self))  # AReaL's count, not the loader's
+        self._log({"step": self.steps, "epoch": epoch, "questions": ids,
+                   "passes": passes})  # fmt: skip
         self.steps += 1
+        return passes
+
+    def _settle(self, index: int) -> int | None:
+        passes = self.outstanding.get(index)
+        if not passes:
+            logger.warning(f"question {index} trained but never handed out")
+            return None
+        p = passes.pop(0)
+        if not passes:
+            del self.outstanding[index]
+        return p
+
+    def untrained(self) -> list[tuple[int, int]]:
+        """(question, pass) handed out and not trained: rolling out or rejected."""
+        out = [(i, p) for i, ps in self.outstanding.items() for p in ps]
+        return sorted(self.replay + out, key=lambda x: x[1])  # hand-out order
+
+    def log_untrained(self) -> None:
+        """The run's last line: the questions of each pass it did not train."""
+        left = [[self.question_id(i), p] for i, p in self.untrained()]
+        if left:
+            logger.info(
+                f"{len(left)} question(s) handed out and not trained when the run "
+                "stopped (still rolling out, or their groups rejected): "
+                f"{left[:20]}{' ...' if len(left) > 20 else ''}"
+            )
+        self._log({"step": self.steps, "untrained": left})
+
+    def _log(self, line: dict[str, Any]) -> None:
+        if self.log_path is None:
+            return
+        os.makedirs(os.path.dirname(self.log_path) or ".", exist_ok=True)
+        with open(self.log_path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
 
     def question_id(self, index: int) -> str:
         row = self.dataset.rows[int(index)]
@@ -164,14 +217,12 @@ class QuestionLedger:
     # ------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """What a resumed run needs to go on where this one is."""
-        untrained = [(i, self.epoch) for i in self.replay]  # from the last resume
-        untrained += [(i, e) for i, e in self.outstanding.items()]
         return {
             "version": STATE_VERSION,
             "epoch": self.epoch,
             "position": self.position,
             "steps": self.steps,
-            "outstanding": [[i, e] for i, e in untrained],
+            "outstanding": [[i, p] for i, p in self.untrained()],
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -184,7 +235,7 @@ class QuestionLedger:
         self.position = int(state["position"])
         self.steps = int(state["steps"])
         self.outstanding = {}
-        self.replay = [int(i) for i, _ in state["outstanding"]]
+        self.replay = [(int(i), int(p)) for i, p in state["outstanding"]]
         self.pulled_this_step = 0
         logger.info(
             f"data: epoch {self.epoch}, {self.position} questions of its order "

@@ -136,3 +136,74 @@ def test_every_trained_batch_is_logged_with_its_question_ids(tmp_path):
 def test_a_loader_state_it_did_not_write_is_refused():
     with pytest.raises(ValueError, match="QuestionLedger"):
         ledger().load_state_dict({"_num_yielded": 3})
+
+
+def per_pass(trained: list[tuple[int, int | None]]) -> dict[int | None, list[int]]:
+    out: dict[int | None, list[int]] = {}
+    for i, p in trained:
+        out.setdefault(p, []).append(i)
+    return out
+
+
+def test_read_ahead_across_a_pass_end_counts_each_question_to_its_own_pass():
+    book = ledger(prefetch=2)
+    source = items(book)
+    handed = pull(source, 12)  # pass 0 (10 questions) and 2 read ahead of pass 1
+    straggler = handed[9]  # the last of pass 0 finishes after the read-ahead
+    finished = handed[:9] + handed[10:12] + [straggler]
+    trained = []
+    for k in range(0, 12, BATCH):
+        batch = finished[k : k + BATCH]
+        trained += zip(batch, book.mark_trained(batch), strict=True)
+    passes = per_pass(trained)
+    assert sorted(passes[0]) == list(range(10))  # pass 0: each once, none skipped
+    assert passes[1] == handed[10:12]
+    assert book.untrained() == []
+
+
+def test_a_checkpoint_across_a_pass_end_replays_each_question_in_its_own_pass(
+    tmp_path,
+):
+    log = tmp_path / "questions.jsonl"
+    first = ledger(prefetch=2, log_path=str(log))
+    source = items(first)
+    handed = pull(source, 12)
+    for k in range(0, 8, BATCH):  # 8 of pass 0 trained; 2 of it and 2 of pass 1 out
+        first.mark_trained(handed[k : k + BATCH])
+    first.mark_trained([handed[10], handed[8]])  # one of each pass
+    state = pickle.loads(pickle.dumps(first.state_dict()))  # the crash
+    assert sorted(map(tuple, state["outstanding"])) == sorted(
+        [(handed[9], 0), (handed[11], 1)]
+    )
+
+    second = ledger(prefetch=2, log_path=str(log))
+    second.load_state_dict(state)
+    source = items(second)
+    rest = pull(source, 10)  # the two replayed, then the rest of pass 1
+    assert rest[:2] == [handed[9], handed[11]]
+    for k in range(0, 10, BATCH):
+        second.mark_trained(rest[k : k + BATCH])
+    second.log_untrained()
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    trained = [
+        (q, p) for x in lines if "questions" in x
+        for q, p in zip(x["questions"], x["passes"], strict=True)
+    ]  # fmt: skip
+    passes = per_pass(trained)
+    ids = sorted(r["id"] for r in ROWS)
+    assert sorted(passes[0]) == sorted(passes[1]) == ids  # each pass: all, once
+    assert lines[-1] == {"step": 10, "untrained": []}
+
+
+def test_questions_left_out_at_the_end_of_a_run_are_listed_with_their_pass(tmp_path):
+    log = tmp_path / "questions.jsonl"
+    book = ledger(prefetch=2, log_path=str(log))
+    source = items(book)
+    handed = pull(source, 12)
+    done = handed[:9] + handed[10:11]  # AReaL's epoch: one read ahead, one late
+    for k in range(0, 10, BATCH):
+        book.mark_trained(done[k : k + BATCH])
+    book.log_untrained()
+    last = json.loads(log.read_text().splitlines()[-1])
+    q = [ROWS[i]["id"] for i in handed]
+    assert last == {"step": 5, "untrained": [[q[9], 0], [q[11], 1]]}
