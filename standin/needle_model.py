@@ -182,7 +182,9 @@ class Demos:
         spec = self.spec
         eos = [self.tok.eos_token_id]
         # A memory that fills its token budget ends without EOS, as in a run.
-        memory_eos = eos if spec.memory_tokens > len(self.boxed(self.answer_ids[0])) else []
+        memory_eos = (
+            eos if spec.memory_tokens > len(self.boxed(self.answer_ids[0])) else []
+        )
         pairs = []
         seed = self.rng.randrange(1 << 30)
         for row in make_needle(n, seed, spec.chunks, spec.distractors):

@@ -111,10 +111,8 @@ class Chain:
             f"seed={self.seed}",  # AReaL draws ports from it: distinct per chain
             f"total_train_steps={STEPS}", f"train_dataset.batch_size={BATCH}",
             f"standin.synthetic_train={QUESTIONS}",
-            "standin.synthetic_docs=2", "memagent.group_size=2",
-            "memagent.chunk_tokens=64", "memagent.max_memory_tokens=8",
-            "memagent.max_final_tokens=8", "gconfig.max_new_tokens=8",
-            "eval_gconfig.max_new_tokens=8",
+            "memagent.group_size=2",
+            "memagent.warmup_steps=null",  # the LR warm-up spans the run (below)
             "rollout.max_concurrent_rollouts=2",
             f"rollout.request_timeout={REQUEST_TIMEOUT_S}",
             f"memagent.engine_retry_s={ENGINE_RETRY_S}",

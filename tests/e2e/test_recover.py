@@ -92,13 +92,13 @@ def play(chain: Chain) -> Chain:
 
 
 @pytest.fixture(scope="module")
-def chains(tiny_model_dir, tmp_path_factory):
+def chains(needle_model_dir, tmp_path_factory):
     points, seed = draw_kill_points()
     print(f"\nkill points: {points} (RECOVER_SEED={seed})", flush=True)
     chains = {}
     for mode in MODES:
         out = tmp_path_factory.mktemp(f"recover_{mode}")
-        shutil.copytree(tiny_model_dir, out / "model")
+        shutil.copytree(needle_model_dir, out / "model")
         chains[mode] = Chain(out, out / "model", mode, SEEDS[mode])
         chains[mode].kill_at, chains[mode].recover_seed = points[mode], seed
     with ThreadPoolExecutor(len(MODES)) as pool:  # mostly waiting: both at once
