@@ -10,11 +10,7 @@ writes is noise. Everything is deterministic: the same ``seed`` and
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
-import shutil
-import tempfile
 from pathlib import Path
 
 import torch
@@ -36,12 +32,12 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
+from standin.build_cache import cached_build
+
 logger = logging.getLogger("TinyModel")
 
 # Bump when anything that changes the built files changes.
 TINY_BUILD_VERSION = 1
-MARKER_FILE = "tiny_build.json"
-REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 
@@ -164,18 +160,6 @@ def _train_tokenizer(vocab_size: int) -> Tokenizer:
     return tok
 
 
-def _is_complete(out: Path, seed: int, vocab_size: int) -> bool:
-    marker = out / MARKER_FILE
-    if not marker.is_file() or not all((out / f).is_file() for f in REQUIRED_FILES):
-        return False
-    try:
-        info = json.loads(marker.read_text())
-    except (OSError, ValueError):
-        return False
-    want = {"seed": seed, "vocab_size": vocab_size, "version": TINY_BUILD_VERSION}
-    return all(info.get(k) == v for k, v in want.items())
-
-
 def build_tiny_model(
     out_dir: str | Path, seed: int = 0, vocab_size: int = 512, overwrite: bool = False
 ) -> Path:
@@ -188,38 +172,14 @@ def build_tiny_model(
     """
     if vocab_size < 300:
         raise ValueError(f"vocab_size must be >= 300, got {vocab_size}")
-    out = Path(out_dir)
-    if not overwrite and _is_complete(out, seed, vocab_size):
-        logger.info(f"Reusing tiny model in {out}")
-        return out
-    if out.exists() and any(out.iterdir()) and not (out / MARKER_FILE).exists():
-        if not overwrite:
-            raise FileExistsError(f"{out} is not empty and holds no tiny build")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    tmp.chmod(0o755)
-    try:
-        n_tokens = _write_build(tmp, seed, vocab_size)
-        if not out.exists():
-            try:
-                tmp.rename(out)
-            except OSError:  # another process published first
-                if not _is_complete(out, seed, vocab_size):
-                    raise
-        else:
-            (out / MARKER_FILE).unlink(missing_ok=True)
-            for f in sorted(tmp.iterdir()):
-                if f.name != MARKER_FILE:
-                    os.replace(f, out / f.name)
-            os.replace(tmp / MARKER_FILE, out / MARKER_FILE)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    logger.info(f"Built tiny model (seed {seed}, {n_tokens} tokens) in {out}")
-    return out
+    key = {"version": TINY_BUILD_VERSION, "seed": seed, "vocab_size": vocab_size}
+    return cached_build(
+        out_dir, key, lambda out: _write_build(out, seed, vocab_size), overwrite
+    )
 
 
-def _write_build(out: Path, seed: int, vocab_size: int) -> int:
-    """Write model, tokenizer and marker into ``out``; return the tokenizer size."""
+def _write_build(out: Path, seed: int, vocab_size: int) -> None:
+    """Write the model and tokenizer into ``out``."""
     # Leave a few ids unused between the tokenizer and the embedding, as Qwen does.
     raw = _train_tokenizer(vocab_size - 3 - 8)
     tokenizer = PreTrainedTokenizerFast(
@@ -271,17 +231,7 @@ def _write_build(out: Path, seed: int, vocab_size: int) -> int:
     )
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    (out / MARKER_FILE).write_text(
-        json.dumps(
-            {
-                "seed": seed,
-                "vocab_size": vocab_size,
-                "version": TINY_BUILD_VERSION,
-                "n_tokens": len(tokenizer),
-            },
-            indent=2,
-        )
-    )
+    logger.info(f"tiny model: seed {seed}, {len(tokenizer)} tokens")
     return len(tokenizer)
 
 

@@ -6,7 +6,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-from standin.tiny_model import MARKER_FILE, build_tiny_model, main
+from standin.build_cache import MARKER_FILE
+from standin.tiny_model import build_tiny_model, main
 
 
 def test_build_is_deterministic(tiny_model_dir, tmp_path):
