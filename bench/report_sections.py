@@ -211,7 +211,7 @@ def learning(r: dict[str, Any]) -> list[str]:
         *targets(r),
         *_table(
             "run|seed|held-out acc. first eval|final|best|step to 0.5 / 0.9"
-            "|seconds to 0.5 / 0.9|wall s",
+            "|seconds of training to 0.5 / 0.9|wall s (start-up included)",
             rows,
         ),
         f"![learning curves]({r['png'].removeprefix('bench/')})",
