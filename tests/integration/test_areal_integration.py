@@ -1,7 +1,6 @@
 """The real AReaL path on CPU: RemoteSGLangEngine + WorkflowExecutor against the
 stand-in server, then AReaL's FSDP actor recomputing and training on the rows."""
 
-import os
 
 import pytest
 import torch
@@ -105,13 +104,16 @@ def actor(tiny_model_dir):
 
     install_packed_sdpa()  # CPU: make sdpa respect AReaL's packed micro-batches
 
-    os.environ.update(
+    # The process group's environment, for this module only.
+    env = pytest.MonkeyPatch()
+    for key, value in dict(
         MASTER_ADDR="127.0.0.1",
         MASTER_PORT=str(free_port()),
         RANK="0",
         LOCAL_RANK="0",
         WORLD_SIZE="1",
-    )
+    ).items():
+        env.setenv(key, value)
     config = PPOActorConfig(
         experiment_name="memagent-test",
         trial_name="actor",
@@ -139,6 +141,7 @@ def actor(tiny_model_dir):
     )
     yield actor
     actor.destroy()
+    env.undo()
 
 
 def test_actor_recomputes_the_servers_logprobs(actor, trajectories):
