@@ -39,15 +39,20 @@ LAUNCHES = {
 }
 EVAL_LAUNCH = ("scheduler.type=local",)
 
-# 2 GRPO steps of 2 questions x 2 episodes x <= 3 turns; step 2 waits for v1.
+# 2 GRPO steps of 2 questions x 2 episodes x 2 turns; step 2 waits for v1;
+# validation after step 2. Weight decay makes every step change every weight,
+# so the weights a server serves tell one version from another even when every
+# group of so small a run ties (advantage 0, no gradient).
 SMALL_TRAINING = (
     "total_train_steps=2",
+    "evaluator.freq_steps=2",
     "rollout.max_head_offpolicyness=0",
     "train_dataset.batch_size=2",
     "memagent.group_size=2",
     "memagent.max_chunks=2",
     "standin.synthetic_train=4",
     "standin.synthetic_valid=2",
+    "actor.optimizer.weight_decay=0.01",
 )
 
 

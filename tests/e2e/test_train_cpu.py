@@ -44,6 +44,8 @@ def run(needle_model_dir, tmp_path_factory):
             sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
             "scheduler.type=null",  # the one-process SPMD mode
             "total_train_steps=2", "rollout.max_head_offpolicyness=0",
+            # every step changes every weight, even if every group ties
+            "actor.optimizer.weight_decay=0.01",
             f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
             f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
             f"train_dataset.path={out / 'train.jsonl'}",
