@@ -1,7 +1,6 @@
 """The real AReaL path on CPU: RemoteSGLangEngine + WorkflowExecutor against the
 stand-in server, then AReaL's FSDP actor recomputing and training on the rows."""
 
-
 import pytest
 import torch
 from areal.api.cli_args import (
