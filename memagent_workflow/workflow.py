@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,9 +26,15 @@ from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
 from memagent_workflow.data.files import DataError
-from memagent_workflow.data.schema import BadField, parse_row
+from memagent_workflow.episode import (
+    Document,
+    Episode,
+    load_tokenizer,
+    parse_item,
+    vocab_size,
+)
 from memagent_workflow.prompt_file import as_prompt_texts, check_fit
-from memagent_workflow.prompts import PromptTemplate, PromptTexts
+from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import (
     exact_match,
@@ -42,68 +46,6 @@ from memagent_workflow.reward import (
 from memagent_workflow.rows import Turn, pad_rows
 
 logger = logging.getLogger("MemAgentWorkflow")
-
-
-def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
-    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
-    from areal.utils.hf_utils import load_hf_tokenizer
-
-    return load_hf_tokenizer(path)
-
-
-@lru_cache(maxsize=4)
-def vocab_size(tokenizer: PreTrainedTokenizerFast) -> int:
-    """``len(tokenizer)``, cached: it costs ~10 ms for a large vocabulary."""
-    return len(tokenizer)
-
-
-@dataclass
-class Document:
-    """A question with its tokenised, chunked context and its two prompts."""
-
-    id: str
-    question: str
-    answers: list[str]
-    chunks: list[np.ndarray]
-    context_tokens: int
-    truncated_tokens: int
-    memory_prompt: PromptTemplate
-    final_prompt: PromptTemplate
-
-
-@dataclass
-class Episode:
-    """What one pass over the document produced.
-
-    Only running sums grow with the number of turns; the turns themselves are
-    kept only when they are needed as training rows.
-    """
-
-    turns: list[Turn] = field(default_factory=list)
-    answer: str = ""
-    final_stop_reason: str = ""
-    memory_turns: int = 0
-    memory_tokens: int = 0
-    memory_hit_limit: int = 0
-    memory_empty: int = 0
-    output_tokens: int = 0
-    latency: float = 0.0
-    oldest_version: int | None = None  # oldest policy version that wrote a token
-    retried_calls: int = 0  # model calls that failed and were made again
-
-
-def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
-    """``(id, question, context, answers)`` of a data item (the row schema).
-
-    An empty context is allowed here: it is a well-defined episode with no
-    memory turn. Raises :class:`DataError` naming the item and the field.
-    """
-    try:
-        row = parse_row(data, allow_empty_context=True)
-    except BadField as bad:
-        item_id = data.get("id") if isinstance(data, dict) else None
-        raise DataError(f"data item {item_id!r}: {bad}") from None
-    return row["id"], row["question"], row["context"], row["answers"]
 
 
 class MemAgentWorkflow(RolloutWorkflow):
