@@ -4,29 +4,14 @@ running record, and the data item read through the row schema."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
-from transformers import PreTrainedTokenizerFast
 
 from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import BadField, parse_row
 from memagent_workflow.prompts import PromptTemplate
 from memagent_workflow.rows import Turn
-
-
-def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
-    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
-    from areal.utils.hf_utils import load_hf_tokenizer
-
-    return load_hf_tokenizer(path)
-
-
-@lru_cache(maxsize=4)
-def vocab_size(tokenizer: PreTrainedTokenizerFast) -> int:
-    """``len(tokenizer)``, cached: it costs ~10 ms for a large vocabulary."""
-    return len(tokenizer)
 
 
 @dataclass

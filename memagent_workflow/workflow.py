@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -26,13 +27,7 @@ from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import aencode_context
 from memagent_workflow.data.files import DataError
-from memagent_workflow.episode import (
-    Document,
-    Episode,
-    load_tokenizer,
-    parse_item,
-    vocab_size,
-)
+from memagent_workflow.episode import Document, Episode, parse_item
 from memagent_workflow.prompt_file import as_prompt_texts, check_fit
 from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
@@ -46,6 +41,19 @@ from memagent_workflow.reward import (
 from memagent_workflow.rows import Turn, pad_rows
 
 logger = logging.getLogger("MemAgentWorkflow")
+
+
+def load_tokenizer(path: str) -> PreTrainedTokenizerFast:
+    """AReaL's tokenizer loader (cached by AReaL: workers rebuild the workflow per task)."""
+    from areal.utils.hf_utils import load_hf_tokenizer
+
+    return load_hf_tokenizer(path)
+
+
+@lru_cache(maxsize=4)
+def vocab_size(tokenizer: PreTrainedTokenizerFast) -> int:
+    """``len(tokenizer)``, cached: it costs ~10 ms for a large vocabulary."""
+    return len(tokenizer)
 
 
 class MemAgentWorkflow(RolloutWorkflow):
