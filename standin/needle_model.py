@@ -155,10 +155,10 @@ class Demos:
         self.spec, self.tok = spec, tokenizer
         self.rng = random.Random(spec.seed)
         self.templates: dict[str, tuple] = {}
-        self.answer_ids = [self.encode(a) for a in NEEDLE_ANSWERS]
-        self.answer_lists = [a.tolist() for a in self.answer_ids]
         self.initial_memory = self.encode(spec.initial_memory)
         self.box = [self.encode(BOX_OPEN), self.encode(BOX_CLOSE)]
+        # "\boxed{ WORD }" for every answer word: what a memory turn writes.
+        self.boxed_answers = [self.boxed(self.encode(a)) for a in NEEDLE_ANSWERS]
 
     def encode(self, text: str) -> np.ndarray:
         return np.asarray(
@@ -182,9 +182,7 @@ class Demos:
         spec = self.spec
         eos = [self.tok.eos_token_id]
         # A memory that fills its token budget ends without EOS, as in a run.
-        memory_eos = (
-            eos if spec.memory_tokens > len(self.boxed(self.answer_ids[0])) else []
-        )
+        memory_eos = eos if spec.memory_tokens > len(self.boxed_answers[0]) else []
         pairs = []
         seed = self.rng.randrange(1 << 30)
         for row in make_needle(n, seed, spec.chunks, spec.distractors):
@@ -193,7 +191,7 @@ class Demos:
             ids = encode_context(self.tok, row["context"])
             for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
                 # Any answer word, whatever the chunk says: format, not task.
-                written = self.boxed(self.rng.choice(self.answer_ids))
+                written = self.rng.choice(self.boxed_answers)
                 pairs.append((memory_t.build(memory, chunk), [*written, *memory_eos]))
                 memory = np.asarray(written, dtype=np.int32)
             pairs.append((final_t.build(memory), [*memory.tolist(), *eos]))
@@ -246,8 +244,9 @@ def warm_start(model, demos: Demos) -> float:
 def check_format(model, demos: Demos) -> None:
     """The warm start taught the format: greedy turns are well-formed.
 
-    A memory turn writes an answer word; the final turn boxes the memory's word.
+    A memory turn boxes an answer word; the final turn repeats the memory's box.
     """
+    box_len = len(demos.boxed_answers[0])
     for prompt, target in demos.batch(8):
         ids = torch.tensor([prompt.tolist()])
         out = model.generate(
@@ -257,8 +256,7 @@ def check_format(model, demos: Demos) -> None:
             do_sample=False,
         )[0, ids.shape[1] :].tolist()
         is_final = target[-1] == demos.tok.eos_token_id
-        boxed_words = [demos.boxed(a) for a in demos.answer_ids]
-        ok = out == target if is_final else out[:3] in boxed_words
+        ok = out == target if is_final else out[:box_len] in demos.boxed_answers
         if not ok:
             raise RuntimeError(
                 f"the warm start did not teach the format: {demos.tok.decode(out)!r} "
