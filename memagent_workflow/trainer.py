@@ -173,6 +173,13 @@ class MemAgentPPOTrainer(PPOTrainer):
     ) -> Any:
         if actor_config is not self.config.actor or alloc.backend != "fsdp":
             return super()._create_train_engine(actor_config, alloc)
+        return self._fsdp_engine_of(actor_config, alloc)
+
+    def _fsdp_engine_of(
+        self, actor_config: PPOActorConfig, alloc: ModelAllocation
+    ) -> Any:
+        """An ``actor_cls`` engine (its controller under the single controller)
+        in its process group, as AReaL builds its FSDP actor."""
         if is_single_controller():
             actor = self.actor_cls.as_controller(actor_config, self.scheduler)
         else:

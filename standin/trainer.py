@@ -80,12 +80,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
             )
         # The actor (and a reference model, if any) in the stand-in's actor
         # class: the pack-aware SDPA must be installed in its process.
-        if is_single_controller():
-            actor = self.actor_cls.as_controller(actor_config, self.scheduler)
-        else:
-            actor = self.actor_cls(config=actor_config)
-        actor.create_process_group(parallel_strategy=alloc.parallel)
-        return actor
+        return self._fsdp_engine_of(actor_config, alloc)
 
     def _init_rollout(
         self,
