@@ -177,8 +177,8 @@ class Demos:
     def boxed(self, word: np.ndarray) -> list[int]:
         return [*self.box[0], *word, *self.box[1]]
 
-    def batch(self, n: int) -> list[tuple[np.ndarray, list[int]]]:
-        """(prompt, target) pairs for every turn of ``n`` random questions."""
+    def batch(self, n: int) -> list[tuple[np.ndarray, list[int], bool]]:
+        """``(prompt, target, is_final)`` for every turn of ``n`` random questions."""
         spec = self.spec
         eos = [self.tok.eos_token_id]
         # A memory that fills its token budget ends without EOS, as in a run.
@@ -192,18 +192,19 @@ class Demos:
             for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
                 # Any answer word, whatever the chunk says: format, not task.
                 written = self.rng.choice(self.boxed_answers)
-                pairs.append((memory_t.build(memory, chunk), [*written, *memory_eos]))
+                target = [*written, *memory_eos]
+                pairs.append((memory_t.build(memory, chunk), target, False))
                 memory = np.asarray(written, dtype=np.int32)
-            pairs.append((final_t.build(memory), [*memory.tolist(), *eos]))
+            pairs.append((final_t.build(memory), [*memory.tolist(), *eos], True))
         return pairs
 
 
 def _padded(pairs, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-padded ``input_ids`` and a mask of the target tokens."""
-    width = max(len(p) + len(t) for p, t in pairs)
+    width = max(len(p) + len(t) for p, t, _ in pairs)
     ids = torch.full((len(pairs), width), pad_id, dtype=torch.long)
     target = torch.zeros(len(pairs), width, dtype=torch.bool)
-    for i, (prompt, answer) in enumerate(pairs):
+    for i, (prompt, answer, _) in enumerate(pairs):
         seq = [*prompt.tolist(), *answer]
         ids[i, : len(seq)] = torch.tensor(seq)
         target[i, len(prompt) : len(seq)] = True
@@ -247,7 +248,7 @@ def check_format(model, demos: Demos) -> None:
     A memory turn boxes an answer word; the final turn repeats the memory's box.
     """
     box_len = len(demos.boxed_answers[0])
-    for prompt, target in demos.batch(8):
+    for prompt, target, is_final in demos.batch(8):
         ids = torch.tensor([prompt.tolist()])
         out = model.generate(
             ids,
@@ -255,7 +256,6 @@ def check_format(model, demos: Demos) -> None:
             max_new_tokens=len(target),
             do_sample=False,
         )[0, ids.shape[1] :].tolist()
-        is_final = target[-1] == demos.tok.eos_token_id
         ok = out == target if is_final else out[:box_len] in demos.boxed_answers
         if not ok:
             raise RuntimeError(

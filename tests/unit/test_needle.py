@@ -133,3 +133,21 @@ def test_warm_start_teaches_the_format_not_the_task(built):
         assert tok.decode(out, skip_special_tokens=True) == f"\\boxed{{ {word} }}"
     # The needle's word gets chance mass, not more: only RL can teach the copy.
     assert abs(np.mean(needle_mass) - 1 / len(NEEDLE_ANSWERS)) < 0.08
+
+
+def test_a_memory_budget_beyond_the_box_builds_a_memory_that_ends(tmp_path):
+    """With room after "\\boxed{ WORD }" the memory demonstrations end with EOS;
+    the format check must tell them from final turns, which end with EOS too."""
+    spec = replace(SEED_SPEC, chunks=1, memory_tokens=4)
+    path = build_needle_model(tmp_path / "m4", spec)
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path).eval()
+    row = make_needle(1, 5, split="valid")[0]
+    memory_t = PROMPTS.memory_template(tok, row["question"])
+    prompt = memory_t.build(
+        encode_context(tok, SPEC.initial_memory), encode_context(tok, row["context"])
+    )
+    ids = torch.tensor([prompt.tolist()])
+    out = model.generate(ids, max_new_tokens=4, do_sample=False)[0, ids.shape[1] :]
+    assert out[0] == tok.convert_tokens_to_ids("\\boxed{")
+    assert out[-1] == tok.eos_token_id
