@@ -129,7 +129,8 @@ def summarise(name: str, seed: int, run: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _jobs(work: Path, overrides: tuple[str, ...]) -> list[tuple[str, int, dict]]:
+def _jobs(overrides: tuple[str, ...]) -> list[tuple[str, int, dict]]:
+    """(name, seed, train_run keyword arguments) of every run: seeds, then controls."""
     jobs = [
         (f"seed {s}", s, dict(trainer_seed=s + 1, overrides=overrides)) for s in SEEDS
     ]
@@ -154,7 +155,7 @@ def run(smoke: bool = False) -> dict[str, Any]:
         folder = work / name.replace(" ", "-")
         return train_run(folder, models[seed], seed, **kwargs)
 
-    jobs = _jobs(work, overrides)
+    jobs = _jobs(overrides)
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(one, jobs))
     total = time.perf_counter() - start
