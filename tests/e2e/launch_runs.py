@@ -25,8 +25,8 @@ from standin.model import weights_digest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# The launches the tests run: the README's GPU commands with the GPU config's
-# weight sync (xccl, bf16) or config_cpu.yaml's (disk). README.md lists them.
+# The launches the tests run: docs/gpu.md's GPU commands with the GPU config's
+# weight sync (xccl, bf16) or config_cpu.yaml's (disk). docs/gpu.md lists them.
 LAUNCHES = {
     "local_disk": ("scheduler.type=local",),
     "local_xccl": (

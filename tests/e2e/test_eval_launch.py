@@ -4,7 +4,7 @@ The same command twice on the same questions and model, greedy so the answers
 are deterministic: once as before (the script serves the model itself), once
 with ``scheduler.type=local``, where AReaL's scheduler starts a rollout worker
 that launches the stand-in, exactly as it launches SGLang on GPU
-(``config_eval.yaml ... scheduler.type=local`` in the README).
+(``config_eval.yaml ... scheduler.type=local`` in docs/eval.md).
 """
 
 from __future__ import annotations

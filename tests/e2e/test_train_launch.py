@@ -1,7 +1,7 @@
 """The CPU main job as GPU users launch it: AReaL's single controller and Ray.
 
 Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
-with only the launch overrides of the README's GPU commands changed:
+with only the launch overrides of docs/gpu.md's GPU commands changed:
 ``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``. AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as

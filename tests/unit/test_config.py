@@ -109,8 +109,8 @@ def test_reward_norm_is_refused(tmp_path):
 
 
 def readme_layout_overrides() -> list[list[str]]:
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("### GPU layouts", 1)[1].split("\n\n", 2)[1]
+    readme = (ROOT / "docs" / "gpu.md").read_text()
+    table = readme.split("## GPU layouts", 1)[1].split("\n\n", 2)[1]
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
     spans = [s for row in rows for s in row.split("|")[3].split("`")[1::2]]
     return [s.split() for s in spans]
