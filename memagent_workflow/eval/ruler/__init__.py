@@ -1,0 +1,1 @@
+"""RULER's synthetic tasks (niah, vt, fwe, qa): generation, fitting and scoring."""
