@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import string
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -132,7 +133,7 @@ def vt_sample(
         value = str(rng.randint(10000, 99999))
         first_value = first_value or value
         statements += [f"VAR {chain[0]} = {value}"]
-        statements += [f"VAR {b} = VAR {a}" for a, b in zip(chain, chain[1:])]
+        statements += [f"VAR {b} = VAR {a}" for a, b in pairwise(chain)]
         depths += sorted(rng.random() for _ in chain)  # a chain reads in order
     pieces = shared.cyclic("noise", [T.NOISE_SENTENCE], "\n", "built-in")
     plan = InsertPlan(pieces, statements, depths, "\n", shared.counter)
