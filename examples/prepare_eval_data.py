@@ -13,6 +13,11 @@
     # documents sampled locally: not official sets)
     python examples/prepare_eval_data.py --build 51200 \\
         --source hotpot_dev_distractor_v1.json --seed 42 [--indices-from FILE]
+    # RULER's synthetic tasks at given token lengths (the evaluated model's
+    # tokenizer), eval_{task}_{length}.json; essays / SQuAD from files you name
+    python examples/prepare_eval_data.py --ruler niah_single_1,vt,fwe \
+        --lengths 8192,16384 --tokenizer Qwen/Qwen2.5-7B-Instruct --output data/ruler \
+        [--seed 42] [--samples 128] [--haystack FILE ...] [--hf-dataset NAME[:SPLIT]]
 
 Errors print one line to stderr and exit with status 2.
 """
@@ -63,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
         help="write --output: this file with its document indices expanded to text",
     )
     mode.add_argument(
+        "--ruler",
+        metavar="TASK[,TASK...]",
+        help="write RULER task files eval_{task}_{length}.json ('ruler' = the "
+        "paper's eleven: niah_single_1..3, niah_multikey_1..3, niah_multivalue, "
+        "niah_multiquery, vt, fwe, qa_1; qa_2 too); --lengths are tokens",
+    )
+    mode.add_argument(
         "--build",
         type=int,
         nargs="+",
@@ -79,14 +91,80 @@ def _parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--source", type=Path, help="HotpotQA dev file (JSON list/JSONL)")
     p.add_argument("--output", type=Path, help="with --expand: the file to write")
-    p.add_argument("--seed", type=int, help="seed for --build (required with it)")
+    p.add_argument(
+        "--seed",
+        type=int,
+        help="seed for --build (required with it) and --ruler (default 42)",
+    )
     p.add_argument(
         "--indices-from",
         type=Path,
         help="with --build: official file whose 'index' fields give the questions "
         "(default: {data-root}/eval_200.json)",
     )
+    ruler = p.add_argument_group("--ruler")
+    ruler.add_argument(
+        "--tokenizer", help="the evaluated model's tokenizer (path/name)"
+    )
+    ruler.add_argument(
+        "--haystack",
+        type=Path,
+        action="append",
+        default=[],
+        help='essays (.txt or RULER\'s {"text": ...} JSON), SQuAD or HotpotQA JSON; '
+        "repeatable; never downloaded",
+    )
+    ruler.add_argument(
+        "--hf-dataset",
+        action="append",
+        default=[],
+        metavar="NAME[:SPLIT]",
+        help="a hub or local dataset holding a haystack (repeatable)",
+    )
+    ruler.add_argument(
+        "--samples", type=int, default=128, help="samples per file (original: 128)"
+    )
+    ruler.add_argument(
+        "--repeat-haystack",
+        action="store_true",
+        help="reuse a file haystack from its start when a length needs more (RULER "
+        "does); without it a haystack too short is an error",
+    )
     return p
+
+
+def _ruler(args: argparse.Namespace) -> None:
+    from memagent_workflow.eval.ruler import haystack
+    from memagent_workflow.eval.ruler.generate import generate
+    from memagent_workflow.eval.ruler.tasks import PAPER_LENGTHS
+
+    if not args.tokenizer:
+        raise sets.EvalDataError(
+            "--ruler needs --tokenizer (lengths count the evaluated model's tokens)"
+        )
+    from memagent_workflow.eval.ruler.tasks import expand_names
+
+    names = expand_names([t.strip() for t in args.ruler.split(",") if t.strip()])
+    hays = [haystack.read_file(f) for f in args.haystack]
+    hays += [haystack.read_hf_dataset(d) for d in args.hf_dataset]
+    from memagent_workflow.workflow import load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(args.tokenizer)
+    except Exception as exc:  # transformers raises OSError, ValueError, ...
+        raise sets.EvalDataError(f"--tokenizer {args.tokenizer}: {exc}") from None
+    output = args.output or Path("data/ruler")
+    for path in generate(
+        tokenizer,
+        names,
+        args.lengths or list(PAPER_LENGTHS),
+        output,
+        args.seed if args.seed is not None else 42,
+        args.samples,
+        hays,
+        args.repeat_haystack,
+    ):
+        print(f"wrote {path}")
 
 
 def _download(args: argparse.Namespace) -> None:
@@ -144,6 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help (0) or a usage error (2)
         return exc.code if isinstance(exc.code, int) else 2
     try:
+        if args.ruler:
+            _ruler(args)
+            return 0
         if args.build:
             _build(args)
             return 0
@@ -159,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         found = sets.status(args.data_root, args.lengths or default)
         print(sets.format_status(args.data_root, found))
         return 0 if all(p is not None for p in found.values()) else 1
-    except (sets.EvalDataError, OSError) as exc:
+    except (sets.EvalDataError, OSError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 

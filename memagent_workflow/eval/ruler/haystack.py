@@ -200,7 +200,7 @@ def pick(haystacks: list[Haystack], kind: str, task: str) -> Haystack:
     if not found:
         given = ", ".join(f"{h.source} ({h.kind})" for h in haystacks) or "none"
         raise HaystackError(
-            f"task {task} needs a {kind} haystack: {HOW_TO_GET[kind]}. Pass it with "
+            f"task {task} needs the {kind} haystack: {HOW_TO_GET[kind]}. Pass it with "
             f"--haystack FILE or --hf-dataset NAME[:SPLIT]; nothing is downloaded "
             f"(given: {given})"
         )
