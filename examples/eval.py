@@ -30,20 +30,20 @@ from tqdm import tqdm
 
 from memagent_workflow.config import load_run_config
 from memagent_workflow.data.files import write_json
-from memagent_workflow.eval import report, results, sets
+from memagent_workflow.eval import report, results, sets, targets
+from memagent_workflow.eval.baseline import workflow_for
 from memagent_workflow.eval.checks import (
     EvalRefused,
     check_workflow,
     prepare_output,
-    scan_lengths,
+    scan_targets,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.eval.targets import Target
 from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
-
-WORKFLOW = "memagent_workflow.eval.workflow.MemAgentEvalWorkflow"
 
 
 # ------------------------------------------------------------------ engines
@@ -137,19 +137,20 @@ def launch_sglang(config: MemAgentEvalConfig) -> Any:
 def run_length(
     engine: Any,
     config: MemAgentEvalConfig,
-    n: int,
+    target: Target,
     answers: dict[str, list[str]],
     kwargs: dict[str, Any],
 ) -> None:
-    """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
-    ev = config.eval
-    out_path = results.results_path(ev.output_dir, n)
+    """Evaluate every not-yet-scored sample of one eval file in the run's mode,
+    writing as they finish."""
+    ev, n = config.eval, target.length
+    out_path = target.results_file(ev.output_dir)
     done = results.scored_ids(results.read_records(out_path))
     todo = {i for i in answers if i not in done}
     bar = tqdm(
         total=len(answers),
         initial=len(answers) - len(todo),
-        desc=f"eval_{n}",
+        desc=target.name,
         unit="sample",
         file=sys.stderr,
         dynamic_ncols=True,
@@ -159,9 +160,10 @@ def run_length(
         for attempt in range(1 + ev.max_retries):
             if not todo:
                 break
-            path = sets.eval_file(ev.data_root, n)
-            for rec in stream(engine, path, todo, kwargs, ev.concurrency):
-                writer.write(rec)
+            path = target.data_file(ev)
+            workflow = workflow_for(ev.mode)[1]
+            for rec in stream(engine, path, todo, kwargs, ev.concurrency, workflow):
+                writer.write(target.finish(rec))
                 todo.discard(rec["id"])
                 tokens, written = tokens + rec["output_tokens"], written + 1
                 failed += rec["error"] is not None
@@ -169,28 +171,40 @@ def run_length(
                 bar.set_postfix(failed=failed, refresh=False)
             if todo:
                 logger.warning(
-                    f"eval_{n}: {len(todo)} sample(s) got no result from the engine "
+                    f"{target.name}: {len(todo)} sample(s) got no result from the engine "
                     f"(attempt {attempt + 1}/{1 + ev.max_retries})"
                 )
         for sid in sorted(todo):  # the engine never answered: record why
             writer.write(
-                results.make_record(
-                    sid,
-                    answers[sid],
-                    None,
-                    error=f"no result from the inference engine (rejected or timed "
-                    f"out) after {1 + ev.max_retries} attempts",
+                target.finish(
+                    results.make_record(
+                        sid,
+                        answers[sid],
+                        None,
+                        error=f"no result from the inference engine (rejected or "
+                        f"timed out) after {1 + ev.max_retries} attempts",
+                    )
                 )
             )
     bar.close()
     if written:
         results.append_timing(
-            ev.output_dir, n, time.perf_counter() - start, written, tokens
+            ev.output_dir,
+            n,
+            time.perf_counter() - start,
+            written,
+            tokens,
+            **target.timing_keys,
         )
 
 
 def stream(
-    engine: Any, path: Path, want: set[str], kwargs: dict[str, Any], concurrency: int
+    engine: Any,
+    path: Path,
+    want: set[str],
+    kwargs: dict[str, Any],
+    concurrency: int,
+    workflow: str,
 ) -> Iterator[dict[str, Any]]:
     """Records of the samples ``want`` of ``path``, ``concurrency`` in flight at once.
 
@@ -208,7 +222,7 @@ def stream(
             if sample is None:
                 exhausted = True
                 break
-            engine.submit(sample, workflow=WORKFLOW, workflow_kwargs=kwargs)
+            engine.submit(sample, workflow=workflow, workflow_kwargs=kwargs)
             pending.add(sample["id"])
             running += 1
         if running == 0:
@@ -224,8 +238,8 @@ def stream(
 
 def write_summary(
     config: MemAgentEvalConfig,
-    ids: dict[int, dict[str, list[str]]],
-    kinds: dict[int, str | None],
+    ids: dict[Target, dict[str, list[str]]],
+    kinds: dict[Target, str | None],
 ) -> dict:
     """summary.json, results.md and accuracy.png from what is on disk."""
     ev, g, mem = config.eval, config.gconfig, config.memagent
@@ -234,19 +248,20 @@ def write_summary(
         "model": config.actor.path,
         "label": label,
         "protocol": (
-            f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
+            f"mode {ev.mode} (this run); one episode per question, boxed final "
+            "answer, sub-EM (RULER tasks: RULER's string match); "
             f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
             f"max_chunks {mem.max_chunks or 'none'}, "
             f"prompts {load_prompts(mem.prompts).source}"
         ),
     }
-    summary = results.summarize(
-        ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
+    summary = targets.summarize(
+        ev.output_dir, {t: list(a) for t, a in ids.items()}, meta
     )
-    built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
+    built = sorted({t.length for t, kind in kinds.items() if kind == sets.BUILT_SET})
     for row in summary["lengths"]:
-        row["set"] = kinds.get(row["length"])
+        row["set"] = sets.BUILT_SET if row["length"] in built else None
     if built:
         summary["meta"]["note"] = (
             f"N={built}: {sets.BUILT_SET} sets built locally by prepare_eval_data.py "
@@ -282,25 +297,30 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         ensure_synthetic_eval(config)
         build_tiny_model(config.actor.path, seed=config.standin.seed)
     kwargs = check_workflow(config)
-    ids, kinds = scan_lengths(config)
+    plan = targets.planned(config.eval)
+    ids, kinds = scan_targets(config, plan)
     out = prepare_output(config)
     todo = [
-        n
-        for n in config.eval.lengths
-        if set(ids[n])
-        - results.scored_ids(results.read_records(results.results_path(out, n)))
+        t
+        for t in plan
+        if set(ids[t]) - results.scored_ids(results.read_records(t.results_file(out)))
     ]
     if todo:
         with open_engine(config) as engine:
-            for n in todo:
-                run_length(engine, config, n, ids[n], kwargs)
+            for t in todo:
+                run_length(engine, config, t, ids[t], kwargs)
                 write_summary(config, ids, kinds)
     else:
         logger.info("every sample is already scored; rewriting the summary only")
     summary = write_summary(config, ids, kinds)
+    for row in summary["ruler"]:
+        logger.info(
+            f"{row['task']} L={row['length']} [{row['mode']}]: n={row['n']} "
+            f"failed={row['failures']} {row['metric']}={row['score']}"
+        )
     for row in summary["lengths"]:
         logger.info(
-            f"N={row['length']}: n={row['n']} failed={row['failures']} "
+            f"N={row['length']} [{row['mode']}]: n={row['n']} failed={row['failures']} "
             + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
             + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
         )

@@ -211,7 +211,7 @@ def local_ray(num_cpus: int) -> Iterator[None]:
 def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
     """Synthetic ``eval_{N}.json`` where missing (CPU smoke data, never a result)."""
     n_samples, ev = config.standin.synthetic_eval, config.eval
-    for n in ev.lengths if n_samples else ():
+    for n in ev.lengths if n_samples and "ruler_hqa" in ev.tasks else ():
         path = sets.eval_file(ev.data_root, n)
         if path.is_file():
             continue

@@ -17,8 +17,9 @@ from areal.utils import logging
 
 from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.files import write_json
-from memagent_workflow.eval import results, sets
-from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.eval import results, sets, targets
+from memagent_workflow.eval.config import RULER_HQA, MemAgentEvalConfig
+from memagent_workflow.eval.targets import Target
 from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
@@ -80,14 +81,14 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
     current = run_config(config)
     if config.eval.resume and path.is_file():
         previous = json.loads(path.read_text(encoding="utf-8"))
-        if previous != current and results.present_lengths(out):
+        if previous != current and targets.present(out):
             raise EvalRefused(
                 f"{out} holds results of a different setup ({path}: {previous}; now: "
                 f"{current}). Use another eval.output_dir, or eval.resume=false to "
                 "move the old results aside."
             )
     if not config.eval.resume:  # a fresh start: nothing old is mixed in
-        old = [results.results_path(out, n) for n in results.present_lengths(out)]
+        old = [t.results_file(out) for t in targets.present(out)]
         for f in [*old, out / results.TIMING_FILE]:
             if f.exists():
                 shutil.move(f, f.with_name(f.name + ".bak"))
@@ -100,13 +101,15 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
     """The eval workflow's kwargs, after building it once: a bad prompts file or
     token budget stops the run here, before any server starts."""
     from memagent_workflow.config import workflow_kwargs
-    from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
+    from memagent_workflow.eval.baseline import workflow_for
 
+    mode = config.eval.mode
+    extra = {} if mode == "memagent" else {"mode": mode}
     try:
         kwargs = workflow_kwargs(
-            config, gconfig=config.gconfig, max_retries=config.eval.max_retries
+            config, gconfig=config.gconfig, max_retries=config.eval.max_retries, **extra
         )
-        MemAgentEvalWorkflow(**kwargs)
+        workflow_for(mode)[0](**kwargs)
     except ValueError as exc:  # PromptFileError included
         raise EvalRefused(str(exc)) from exc
     return kwargs
@@ -115,27 +118,43 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
 def scan_lengths(
     config: MemAgentEvalConfig,
 ) -> tuple[dict[int, dict[str, list[str]]], dict[int, str | None]]:
+    """``scan_targets`` for the RULER-HQA lengths of the config, keyed by N."""
+    plan = [Target(RULER_HQA, int(n), config.eval.mode) for n in config.eval.lengths]
+    ids, kinds = scan_targets(config, plan)
+    return {t.length: ids[t] for t in plan}, {t.length: kinds[t] for t in plan}
+
+
+def scan_targets(
+    config: MemAgentEvalConfig, plan: list[Target]
+) -> tuple[dict[Target, dict[str, list[str]]], dict[Target, str | None]]:
     """Validate every eval file before anything runs.
 
-    Returns ``{N: {id: answers}}`` and ``{N: set}``: the samples' ``set`` marker
-    (``RULER-HQA-style`` for a set built by ``prepare_eval_data.py --build``),
-    or None for an unmarked file (an official one, or any other). With
-    ``memagent.max_chunks`` set, a sample that would need more chunks is
-    refused here: evaluation never cuts a document.
+    Returns ``{target: {id: answers}}`` and ``{target: set}``: the samples'
+    ``set`` marker (``RULER-HQA-style`` for a set built by
+    ``prepare_eval_data.py --build``, ``RULER`` for a RULER task file), or None
+    for an unmarked file (an official one, or any other). With
+    ``memagent.max_chunks`` set, a MemAgent-mode sample that would need more
+    chunks is refused here: evaluation never cuts a document.
     """
     ev, mem = config.eval, config.memagent
-    missing = [n for n in ev.lengths if not sets.eval_file(ev.data_root, n).is_file()]
+    missing = [t for t in plan if not t.data_file(ev).is_file()]
     if missing:
+        hqa = [t.length for t in missing if t.task == RULER_HQA]
+        other = [t.data_file(ev).name for t in missing if t.task != RULER_HQA]
         raise EvalRefused(
-            f"no eval file for N={missing} under {ev.data_root} "
-            "(examples/prepare_eval_data.py downloads or builds them)"
+            (f"no eval file for N={hqa} under {ev.data_root} " if hqa else "")
+            + (f"no RULER file {other} under {ev.ruler_data_root} " if other else "")
+            + "(examples/prepare_eval_data.py downloads, builds or generates them: "
+            "--download / --build for RULER-HQA, --ruler for RULER tasks)"
         )
     cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
+    if ev.mode != "memagent":
+        cap = None  # baselines read the context in one turn (cut to the window)
     tokenizer = None
-    out: dict[int, dict[str, list[str]]] = {}
-    kinds: dict[int, str | None] = {}
-    for n in ev.lengths:
-        path = sets.eval_file(ev.data_root, n)
+    out: dict[Target, dict[str, list[str]]] = {}
+    kinds: dict[Target, str | None] = {}
+    for t in plan:
+        path = t.data_file(ev)
         try:
             samples = {}
             marks: set[str | None] = set()
@@ -157,6 +176,9 @@ def scan_lengths(
                     raise EvalRefused(f"{path}: sample {s['id']!r}: {why}")
         except sets.EvalDataError as exc:
             raise EvalRefused(str(exc)) from exc
-        out[n] = samples
-        kinds[n] = sets.BUILT_SET if sets.BUILT_SET in marks else None
+        out[t] = samples
+        named = sorted(m for m in marks if m)
+        kinds[t] = (
+            sets.BUILT_SET if sets.BUILT_SET in named else next(iter(named), None)
+        )
     return out, kinds

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.data.files import atomic_write
+from memagent_workflow.eval import report_tasks
 
 # Documents per sample (N) -> the paper's nominal context length in tokens.
 PAPER_TOKENS = {
@@ -72,7 +73,7 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
 def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
     """Our per-length table, then sub-EM beside the paper's rows."""
     meta = summary.get("meta", {})
-    rows = summary["lengths"]
+    rows = _memagent_rows(summary)
     lines = [f"# {title or 'RULER-HQA evaluation'}", ""]
     for key in ("model", "protocol", "note"):
         if meta.get(key):
@@ -126,7 +127,15 @@ def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
     for name, values in ANCHORS.items():
         cells = " | ".join(_num(values.get(n)) for n in lengths)
         lines.append(f"| {name} | {cells} |")
+    label = meta.get("label") or "this run"
+    lines += report_tasks.baseline_markdown(summary)
+    lines += report_tasks.ruler_markdown(summary, label)
     return "\n".join(lines) + "\n"
+
+
+def _memagent_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """RULER-HQA rows of MemAgent mode (baseline modes are reported apart)."""
+    return [r for r in summary["lengths"] if r.get("mode", "memagent") == "memagent"]
 
 
 def plot_accuracy(
@@ -138,13 +147,19 @@ def plot_accuracy(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 5))
+    ruler = bool(summary.get("ruler"))
+    fig, axes = plt.subplots(1, 1 + ruler, figsize=(7 + 6 * ruler, 5 + ruler))
+    ax = axes[0] if ruler else axes
+    label = summary.get("meta", {}).get("label") or "this run"
+    if ruler:
+        report_tasks.draw_ruler(axes[1], summary, label)
+    report_tasks.draw_baselines(ax, summary, label)
     for (name, values), marker in zip(ANCHORS.items(), "s^v", strict=True):
         pts = [(PAPER_TOKENS[n], v) for n, v in values.items() if v is not None]
         ax.plot(*zip(*pts, strict=True), marker=marker, ls="--", lw=1, label=name)
     ours = [
         (r["mean_context_tokens"] or PAPER_TOKENS.get(r["length"]), r["sub_em"])
-        for r in summary["lengths"]
+        for r in _memagent_rows(summary)
         if r["sub_em"] is not None
     ]
     ours = [(x, y) for x, y in ours if x]
@@ -154,7 +169,7 @@ def plot_accuracy(
             marker="o",
             lw=2.5,
             color="black",
-            label=summary.get("meta", {}).get("label") or "this run",
+            label=label,
         )
     ax.set_xscale("log")
     ax.set_ylim(-2, 100)

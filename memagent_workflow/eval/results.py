@@ -148,10 +148,17 @@ class ResultWriter:
 
 
 def append_timing(
-    output_dir: str | os.PathLike, n: int, wall_s: float, samples: int, tokens: int
+    output_dir: str | os.PathLike,
+    n: int,
+    wall_s: float,
+    samples: int,
+    tokens: int,
+    **keys: str,
 ) -> None:
-    """Log one finished (run, length) segment for wall time and tokens/s."""
+    """Log one finished (run, length) segment for wall time and tokens/s;
+    ``keys`` (task, mode) tell other eval files' segments apart."""
     rec = {"length": n, "wall_s": wall_s, "samples": samples, "output_tokens": tokens}
+    rec.update(keys)
     with (Path(output_dir) / TIMING_FILE).open("a", encoding="utf-8") as f:
         f.write(json.dumps(rec) + "\n")
         f.flush()

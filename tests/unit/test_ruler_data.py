@@ -5,7 +5,6 @@ of the target, and the same seed gives the same bytes; bad inputs are refused.""
 from __future__ import annotations
 
 import json
-import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -19,72 +18,7 @@ from memagent_workflow.eval.ruler.generate import Generator, generate
 from memagent_workflow.eval.ruler.tasks import NEEDLE, PAPER_TASKS, TASKS
 from memagent_workflow.eval.sets import load_eval_file
 from tests.qwen_vocab import qwen25_tokenizer
-
-WORDS = (
-    "time river lamp north quiet garden letter under before people small open "
-    "write number always market window between silver early morning answer"
-).split()
-
-
-def prose(n_sentences: int, seed: int = 0) -> str:
-    """Essay-like text of our own (a stand-in for Paul Graham's essays)."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n_sentences):
-        words = [rng.choice(WORDS) for _ in range(rng.randint(6, 24))]
-        out.append(" ".join(words).capitalize() + rng.choice(".?!"))
-    return "  ".join(out)
-
-
-def squad(n_articles: int = 40, seed: int = 0) -> dict:
-    """A SQuAD-2.0-shaped file: articles, paragraphs, answerable and impossible qas."""
-    rng = random.Random(seed)
-    data = []
-    for a in range(n_articles):
-        paragraphs = []
-        for p in range(4):
-            body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(30, 160)))
-            answer = f"token{a}x{p}"
-            paragraphs.append(
-                {
-                    "context": f"Paragraph {a}.{p}: {body} {answer}.",
-                    "qas": [
-                        {
-                            "question": f"Which token ends {a}.{p}?",
-                            "is_impossible": False,
-                            "answers": [{"text": answer, "answer_start": 0}],
-                        },
-                        {
-                            "question": "Unanswerable?",
-                            "is_impossible": True,
-                            "answers": [],
-                        },
-                    ],
-                }
-            )
-        data.append({"title": f"Article {a}", "paragraphs": paragraphs})
-    return {"version": "v2.0", "data": data}
-
-
-def hotpot(n: int = 60, seed: int = 0) -> list[dict]:
-    rng = random.Random(seed)
-    return [
-        {
-            "question": f"What links item {i}?",
-            "answer": f"link{i}",
-            "context": [
-                [
-                    f"Title {i}-{k}",
-                    [
-                        " ".join(rng.choice(WORDS) for _ in range(40)),
-                        f" link{i}." if k == 0 else " nothing.",
-                    ],
-                ]
-                for k in range(4)
-            ],
-        }
-        for i in range(n)
-    ]
+from tests.ruler_fakes import hotpot, prose, squad
 
 
 @pytest.fixture(scope="module")
