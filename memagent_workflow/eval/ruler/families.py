@@ -179,6 +179,10 @@ class WordsPlan:
     def is_minimal(self, num_words: int) -> bool:
         return self.counts(num_words)[3] < 2  # the answers barely appear
 
+    def next_piece(self, num_words: int) -> tuple[str, str]:
+        """More of the noise word (never an answer) to top a context up."""
+        return " ".join([self.vocab[0]] * 64), " "
+
     def render(self, num_words: int) -> str:
         words = [
             w
@@ -247,6 +251,16 @@ class DocsPlan:
 
     def is_minimal(self, chosen: list[int]) -> bool:
         return len(chosen) <= len(self.gold)
+
+    def next_piece(self, chosen: list[int]) -> tuple[str, str] | None:
+        """A further (distractor) document, whose start may top a context up."""
+        taken = set(chosen)
+        rest = (d for d in self.order if d not in taken)
+        d = next(rest, None)
+        if d is None:
+            return None
+        text = self.hay.docs[d % len(self.hay.docs)]
+        return T.DOCUMENT.format(i=len(chosen) + 1, text=text), "\n\n"
 
     def render(self, chosen: list[int]) -> str:
         shown = list(chosen)

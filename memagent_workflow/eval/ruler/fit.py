@@ -13,7 +13,6 @@ rescaled and the search repeated, a few times at most.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Protocol
 
 import numpy as np
@@ -77,6 +76,9 @@ class Plan(Protocol):
     def is_minimal(self, selection: Any) -> bool:
         """Whether the selection holds no more haystack than the task needs."""
 
+    def next_piece(self, selection: Any) -> tuple[str, str] | None:
+        """The haystack piece after the selection and its separator, if any."""
+
 
 def largest_prefix(cumsum: np.ndarray, fixed: float, budget: float) -> int:
     """Largest n with ``fixed + cumsum[n-1] <= budget`` (cumsum of unit tokens)."""
@@ -86,21 +88,21 @@ def largest_prefix(cumsum: np.ndarray, fixed: float, budget: float) -> int:
 def fit(
     plan: Plan,
     context_target: int,
-    count: Callable[[str], int],
+    counter: TokenCounter,
     what: str,
 ) -> tuple[str, int]:
     """The context of ``plan`` whose token count lies within the band below
     ``context_target``, and that count; :class:`FitError` if none is found."""
     low = context_target - TOLERANCE * (context_target + 0.0)
     budget = _AIM * context_target
-    best: tuple[str, int] | None = None
+    best: tuple[str, int, Any] | None = None
     for _ in range(_ROUNDS):
         selection = plan.choose(budget)
         text = plan.render(selection)
-        tokens = count(text)
+        tokens = counter.exact(text)
         if tokens <= context_target:
             if best is None or tokens > best[1]:
-                best = (text, tokens)
+                best = (text, tokens, selection)
             if tokens >= low:
                 return text, tokens
         elif plan.is_minimal(selection):
@@ -110,8 +112,46 @@ def fit(
             )
         # Rescale the budget by how far the estimate was off, aiming inside.
         budget *= (_AIM * context_target) / max(tokens, 1)
+    if best is not None and (
+        topped := _top_up(plan, best, low, context_target, counter)
+    ):
+        return topped
     got = "nothing" if best is None else f"{best[1]} tokens"
     raise FitError(
         f"{what}: could not fit the context into [{low:.0f}, {context_target}] "
         f"tokens (best: {got})"
     )
+
+
+def _top_up(
+    plan: Plan,
+    best: tuple[str, int, Any],
+    low: float,
+    high: int,
+    counter: TokenCounter,
+) -> tuple[str, int] | None:
+    """Where one haystack piece is coarser than the band (a small target or a
+    small vocabulary), end the context with the start of the next piece: the
+    longest prefix that fits, cut at a space where that still reaches the band."""
+    text, tokens, selection = best
+    nxt = plan.next_piece(selection) if hasattr(plan, "next_piece") else None
+    if nxt is None:
+        return None
+    tail = nxt[1] + nxt[0]
+    hi = len(tail)
+    for _ in range(_ROUNDS):
+        lo_c, hi_c = 0, hi  # largest prefix whose estimate fits
+        while lo_c < hi_c:
+            mid = (lo_c + hi_c + 1) // 2
+            fits = tokens + int(counter.fresh([tail[:mid]])[0]) <= high
+            lo_c, hi_c = (mid, hi_c) if fits else (lo_c, mid - 1)
+        cut = lo_c
+        space = tail.rfind(" ", 1, cut + 1)
+        for c in ([space] if space > 0 else []) + [cut]:
+            total = counter.exact(text + tail[:c])
+            if low <= total <= high:
+                return text + tail[:c], total
+        if total < low or cut == 0:
+            return None
+        hi = cut - 1  # the estimate was short: try a shorter prefix
+    return None

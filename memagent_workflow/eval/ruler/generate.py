@@ -68,7 +68,7 @@ class Generator:
                 f"{what}: the question ({q_tokens} tokens) and the {t.tokens_to_generate} "
                 "answer tokens RULER reserves leave no room for a context"
             )
-        context, c_tokens = fit(drawn.plan, room, self.counter.exact, what)
+        context, c_tokens = fit(drawn.plan, room, self.counter, what)
         return {
             "id": f"{task}_{length}_{index}",
             "question": drawn.question,

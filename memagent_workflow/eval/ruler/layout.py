@@ -110,6 +110,9 @@ class InsertPlan:
     def is_minimal(self, n: int) -> bool:
         return n <= 1
 
+    def next_piece(self, n: int) -> tuple[str, str]:
+        return self.pieces.take(n + 1)[-1], self.sep
+
     def render(self, n: int) -> str:
         pieces = self.pieces.take(n)
         at = sorted(
