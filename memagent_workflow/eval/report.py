@@ -153,7 +153,7 @@ def plot_accuracy(
     label = summary.get("meta", {}).get("label") or "this run"
     if ruler:
         report_tasks.draw_ruler(axes[1], summary, label)
-    report_tasks.draw_baselines(ax, summary, label)
+    report_tasks.draw_baselines(ax, summary, label, PAPER_TOKENS)
     for (name, values), marker in zip(ANCHORS.items(), "s^v", strict=True):
         pts = [(PAPER_TOKENS[n], v) for n, v in values.items() if v is not None]
         ax.plot(*zip(*pts, strict=True), marker=marker, ls="--", lw=1, label=name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from memagent_workflow.eval.config import MODES
 from memagent_workflow.eval.ruler.tasks import TASKS
 
 RULER_ANCHOR_LENGTH = 524288
@@ -74,6 +75,11 @@ def averages(rows: list[dict[str, Any]]) -> dict[tuple[str, str], dict[int, floa
     return {k: {n: sum(v) / len(v) for n, v in d.items()} for k, d in acc.items()}
 
 
+def _mode_order(item: tuple[tuple[str, str], Any]) -> tuple[str, int]:
+    (name, mode), _ = item
+    return (name, MODES.index(mode) if mode in MODES else len(MODES))
+
+
 def ruler_markdown(summary: dict[str, Any], label: str) -> list[str]:
     """RULER tasks: score (%) by task and mode against length, with averages."""
     rows = summary.get("ruler", [])
@@ -86,7 +92,7 @@ def ruler_markdown(summary: dict[str, Any], label: str) -> list[str]:
     head = " | ".join(tokens_label(n) for n in lengths)
     lines = [
         "",
-        "## RULER tasks",
+        f"## RULER tasks: {label}",
         "",
         "Score (%) over every sample (a failed one counts 0): RULER's "
         "string_match_all (the share of gold values in the answer; niah, vt, fwe) "
@@ -102,9 +108,9 @@ def ruler_markdown(summary: dict[str, Any], label: str) -> list[str]:
             for n in lengths
         )
         lines.append(f"| {task} | {mode} | {row} |")
-    for (name, mode), by_n in sorted(averages(rows).items()):
+    for (name, mode), by_n in sorted(averages(rows).items(), key=_mode_order):
         row = " | ".join(_num(by_n.get(n)) for n in lengths)
-        lines.append(f"| **{name}** ({label}) | {mode} | {row} |")
+        lines.append(f"| **{name}** | {mode} | {row} |")
     for name, value in RULER_ANCHORS.items():
         row = " | ".join(
             _num(value) if n == RULER_ANCHOR_LENGTH else "-" for n in lengths
@@ -113,13 +119,17 @@ def ruler_markdown(summary: dict[str, Any], label: str) -> list[str]:
     return lines
 
 
-def draw_baselines(ax: Any, summary: dict[str, Any], label: str) -> None:
-    """The baseline modes' RULER-HQA sub-EM on the RULER-HQA axes."""
+def draw_baselines(
+    ax: Any, summary: dict[str, Any], label: str, paper_tokens: dict[int, int]
+) -> None:
+    """The baseline modes' RULER-HQA sub-EM on the RULER-HQA axes, at the
+    context's length (the paper's length for N where no context was read)."""
     by_mode: dict[str, list[tuple[float, float]]] = defaultdict(list)
     for r in summary.get("lengths", []):
         mode = r.get("mode", "memagent")
-        if mode != "memagent" and r["sub_em"] is not None and r["mean_context_tokens"]:
-            by_mode[mode].append((r["mean_context_tokens"], r["sub_em"]))
+        x = r["mean_context_tokens"] or paper_tokens.get(r["length"])
+        if mode != "memagent" and r["sub_em"] is not None and x:
+            by_mode[mode].append((x, r["sub_em"]))
     for mode, pts in by_mode.items():
         ax.plot(
             *zip(*sorted(pts), strict=True),
@@ -131,7 +141,8 @@ def draw_baselines(ax: Any, summary: dict[str, Any], label: str) -> None:
 
 def draw_ruler(ax: Any, summary: dict[str, Any], label: str) -> None:
     """RULER averages per mode against length, with the paper's 512K NIAH points."""
-    for (name, mode), by_n in sorted(averages(summary.get("ruler", [])).items()):
+    ruler = averages(summary.get("ruler", []))
+    for (name, mode), by_n in sorted(ruler.items(), key=_mode_order):
         pts = sorted(by_n.items())
         style = "-" if name == "average" else ":"
         ax.plot(
