@@ -294,8 +294,8 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         from standin.cpu_job import ensure_synthetic_eval
         from standin.tiny_model import build_tiny_model
 
-        ensure_synthetic_eval(config)
         build_tiny_model(config.actor.path, seed=config.standin.seed)
+        ensure_synthetic_eval(config)
     kwargs = check_workflow(config)
     plan = targets.planned(config.eval)
     ids, kinds = scan_targets(config, plan)

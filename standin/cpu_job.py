@@ -209,7 +209,8 @@ def local_ray(num_cpus: int) -> Iterator[None]:
 
 
 def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
-    """Synthetic ``eval_{N}.json`` where missing (CPU smoke data, never a result)."""
+    """Synthetic ``eval_{N}.json`` and RULER task files where missing (CPU smoke
+    data, never a result); the tiny model (its tokenizer) must exist."""
     n_samples, ev = config.standin.synthetic_eval, config.eval
     for n in ev.lengths if n_samples and "ruler_hqa" in ev.tasks else ():
         path = sets.eval_file(ev.data_root, n)
@@ -226,3 +227,8 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
         logger.warning(
             f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
         )
+    if n_samples and any(t != "ruler_hqa" for t in ev.tasks):
+        from memagent_workflow.workflow import load_tokenizer
+        from standin.ruler_haystacks import write_ruler_eval
+
+        write_ruler_eval(config, load_tokenizer(config.tokenizer_path))

@@ -17,8 +17,8 @@ from memagent_workflow.eval.ruler.fit import TOLERANCE, FitError
 from memagent_workflow.eval.ruler.generate import Generator, generate
 from memagent_workflow.eval.ruler.tasks import NEEDLE, PAPER_TASKS, TASKS
 from memagent_workflow.eval.sets import load_eval_file
+from standin.ruler_haystacks import hotpot, prose, squad
 from tests.qwen_vocab import qwen25_tokenizer
-from tests.ruler_fakes import hotpot, prose, squad
 
 
 @pytest.fixture(scope="module")

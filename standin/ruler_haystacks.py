@@ -1,5 +1,5 @@
-"""Haystacks of our own for RULER tests: essay-like prose, SQuAD- and
-HotpotQA-shaped files (stand-ins for the files RULER downloads)."""
+"""Haystacks of our own for CPU runs and tests: essay-like prose, SQuAD- and
+HotpotQA-shaped data (stand-ins for the files RULER downloads; not a result)."""
 
 from __future__ import annotations
 
@@ -63,3 +63,45 @@ def hotpot(n: int = 60, seed: int = 0) -> list[dict]:
             }
         )
     return rows
+
+
+def write_ruler_eval(config, tokenizer) -> None:
+    """RULER task files where missing, for a CPU run: the tiny model's tokens,
+    these haystacks, ``standin.synthetic_eval`` samples each (smoke data)."""
+    from areal.utils import logging
+
+    from memagent_workflow.eval.config import RULER_HQA
+    from memagent_workflow.eval.ruler.generate import generate, ruler_file
+    from memagent_workflow.eval.ruler.haystack import (
+        essay_haystack,
+        hotpot_haystack,
+        squad_haystack,
+    )
+
+    ev, n = config.eval, config.standin.synthetic_eval
+    tasks = [t for t in ev.tasks if t != RULER_HQA]
+    missing = [
+        (t, length)
+        for t in tasks
+        for length in ev.ruler_lengths
+        if not ruler_file(ev.ruler_data_root, t, length).is_file()
+    ]
+    if not n or not missing:
+        return
+    hays = [
+        essay_haystack(prose(2000), "standin essays"),
+        squad_haystack(squad()["data"], "standin squad"),
+        hotpot_haystack(hotpot(), "standin hotpotqa"),
+    ]
+    for task, length in missing:
+        path = generate(
+            tokenizer,
+            [task],
+            [length],
+            ev.ruler_data_root,
+            config.standin.seed,
+            n,
+            hays,
+            repeat_haystack=True,
+        )[0]
+        logging.getLogger("StandinData").warning(f"wrote {path} (CPU smoke data)")
