@@ -147,10 +147,10 @@ def _ruler(args: argparse.Namespace) -> None:
     names = expand_names([t.strip() for t in args.ruler.split(",") if t.strip()])
     hays = [haystack.read_file(f) for f in args.haystack]
     hays += [haystack.read_hf_dataset(d) for d in args.hf_dataset]
-    from memagent_workflow.workflow import load_tokenizer
+    from transformers import AutoTokenizer
 
-    try:
-        tokenizer = load_tokenizer(args.tokenizer)
+    try:  # a local folder, or the hub's cache / the hub (not re-downloaded)
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     except Exception as exc:  # transformers raises OSError, ValueError, ...
         raise sets.EvalDataError(f"--tokenizer {args.tokenizer}: {exc}") from None
     output = args.output or Path("data/ruler")
