@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
+from areal.utils.dynamic_import import import_from_string
 
 from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.reward import reward_function
@@ -115,6 +116,34 @@ TRAINER_FIELDS = ("valid_group_size", "warmup_steps")
 
 
 @dataclass
+class RunConfig:
+    """Which code runs this config, by import string (``run:`` in YAML).
+
+    The product's classes by default; a CPU config names the stand-in's.
+    """
+
+    config: str = field(
+        default="memagent_workflow.config.MemAgentGRPOConfig",
+        metadata={
+            "help": "Config class that parses this file (read before parsing: "
+            "it may add sections, e.g. a CPU config's stand-in section)."
+        },
+    )
+    trainer: str = field(
+        default="memagent_workflow.trainer.MemAgentPPOTrainer",
+        metadata={"help": "PPO trainer class (a MemAgentPPOTrainer)."},
+    )
+    job: str | None = field(
+        default=None,
+        metadata={
+            "help": "Context manager factory ``job(config)`` entered around "
+            "training: what a cluster would provide (model, data, servers). "
+            "null = nothing (a GPU cluster)."
+        },
+    )
+
+
+@dataclass
 class MemAgentGRPOConfig(GRPOConfig):
     """AReaL GRPO experiment config plus a ``memagent:`` section.
 
@@ -125,6 +154,7 @@ class MemAgentGRPOConfig(GRPOConfig):
     """
 
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
+    run: RunConfig = field(default_factory=RunConfig)
 
     def __post_init__(self):
         super().__post_init__()
@@ -178,32 +208,35 @@ def workflow_kwargs(
     return kwargs
 
 
-def load_run_config(argv: list[str], config_cls: type, standin_cls: str) -> Any:
+def load_run_config(argv: list[str], default_cls: type) -> Any:
     """Load ``--config`` with overrides (AReaL's ``load_expr_config``).
 
-    A file with a ``standin:`` section is a CPU run against the stand-in server;
-    it is loaded with ``standin_cls`` (an import path, so that GPU runs never
-    import the stand-in package).
+    The config class is the file's ``run.config`` (an import string, or
+    ``run.config=...`` on the command line), read before the file is parsed:
+    the class decides which sections the file may have. It must subclass
+    ``default_cls``, which is used when the file names none.
     """
-    import importlib
-
     from areal.api.cli_args import load_expr_config
 
-    if "standin" in config_sections(argv):
-        module, name = standin_cls.rsplit(".", 1)
-        config_cls = getattr(importlib.import_module(module), name)
+    name = config_class_name(argv)
+    config_cls = import_from_string(name) if name else default_cls
+    if not (isinstance(config_cls, type) and issubclass(config_cls, default_cls)):
+        raise ValueError(
+            f"run.config={name!r} is not a subclass of {default_cls.__name__}"
+        )
     config, _ = load_expr_config(argv, config_cls)
     return config
 
 
-def config_sections(argv: list[str]) -> set[str]:
-    """Top-level sections of the YAML file named by ``--config`` in ``argv``.
+def config_class_name(argv: list[str]) -> str | None:
+    """``run.config`` of the ``--config`` file in ``argv``, or of its override.
 
-    The entry scripts use it to pick the config class: a file with a
-    ``standin:`` section is a CPU run against the stand-in server.
+    The one key read ahead of ``load_expr_config``: an override wins, as it
+    would in the parsed config.
     """
     import yaml
 
+    name = None
     for i, arg in enumerate(argv):
         if arg == "--config" and i + 1 < len(argv):
             path = argv[i + 1]
@@ -212,8 +245,12 @@ def config_sections(argv: list[str]) -> set[str]:
         else:
             continue
         with open(path) as f:
-            return set(yaml.safe_load(f) or {})
-    return set()
+            run = (yaml.safe_load(f) or {}).get("run") or {}
+        name = run.get("config")
+    for arg in argv:
+        if arg.lstrip("+").startswith("run.config="):
+            name = arg.split("=", 1)[1]
+    return name or None
 
 
 def warmup_proportion(warmup_steps: int, total_steps: int) -> float:
