@@ -54,8 +54,8 @@ def load_rows(path: str, role: str) -> Dataset:
 
 
 def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
-    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
-    steps = config.memagent.warmup_steps
+    """Turn ``warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.warmup_steps
     if steps is None or config.actor.optimizer is None:
         return
     total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
@@ -75,7 +75,7 @@ def checked_workflow_kwargs(
     eval_kwargs = workflow_kwargs(
         config,
         gconfig=config.eval_gconfig,
-        group_size=config.memagent.valid_group_size,
+        group_size=config.valid_group_size,
     )
     MemAgentWorkflow(**train_kwargs)
     MemAgentWorkflow(**eval_kwargs)

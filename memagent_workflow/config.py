@@ -14,7 +14,8 @@ from memagent_workflow.reward import reward_function
 
 @dataclass
 class MemAgentConfig:
-    """MemAgent knobs (defaults: the paper's recipe)."""
+    """MemAgent knobs (defaults: the paper's recipe), checked here once: the
+    workflow builds one from its keyword arguments."""
 
     chunk_tokens: int = field(
         default=5000, metadata={"help": "Document tokens shown per memory turn."}
@@ -69,18 +70,6 @@ class MemAgentConfig:
             "templates. null = the project's built-in wording."
         },
     )
-    valid_group_size: int = field(
-        default=4,
-        metadata={"help": "Episodes per validation question (original: 4)."},
-    )
-    warmup_steps: int | None = field(
-        default=None,
-        metadata={
-            "help": "LR warm-up in training steps, whatever the data size; "
-            "train.py turns it into actor.optimizer.warmup_steps_proportion. "
-            "null = use warmup_steps_proportion as given."
-        },
-    )
     engine_retry_s: float = field(
         default=60.0,
         metadata={
@@ -91,28 +80,27 @@ class MemAgentConfig:
     )
 
     def __post_init__(self):
+        for name in ("chunk_tokens", "max_memory_tokens", "max_final_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(
+                    f"memagent.{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if self.group_size < 1:
+            raise ValueError(f"memagent.group_size must be >= 1, got {self.group_size}")
+        if self.max_chunks is not None and self.max_chunks < 1:
+            raise ValueError(
+                f"memagent.max_chunks must be >= 1 or null, got {self.max_chunks}"
+            )
         if not (self.train_memory_turns or self.train_final_turn):
             raise ValueError(
                 "memagent.train_memory_turns and memagent.train_final_turn are both "
-                "false: no row would be trained"
+                "False: no row would be trained"
             )
         if self.engine_retry_s < 0:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
         reward_function(self.reward)  # raises on an unknown name
-        if self.valid_group_size < 1:
-            raise ValueError(
-                f"memagent.valid_group_size must be >= 1, got {self.valid_group_size}"
-            )
-        if self.warmup_steps is not None and self.warmup_steps < 0:
-            raise ValueError(
-                f"memagent.warmup_steps must be >= 0 or null, got {self.warmup_steps}"
-            )
-
-
-# Fields of MemAgentConfig read by the trainer script, not by the workflow.
-TRAINER_FIELDS = ("valid_group_size", "warmup_steps")
 
 
 @dataclass
@@ -155,9 +143,29 @@ class MemAgentGRPOConfig(GRPOConfig):
 
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    valid_group_size: int = field(
+        default=4,
+        metadata={"help": "Episodes per validation question (original: 4)."},
+    )
+    warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "LR warm-up in training steps, whatever the data size; "
+            "train.py turns it into actor.optimizer.warmup_steps_proportion. "
+            "null = use warmup_steps_proportion as given."
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()
+        if self.valid_group_size < 1:
+            raise ValueError(
+                f"valid_group_size must be >= 1, got {self.valid_group_size}"
+            )
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(
+                f"warmup_steps must be >= 0 or null, got {self.warmup_steps}"
+            )
         if self.gconfig.n_samples != 1:
             raise ValueError(
                 f"gconfig.n_samples={self.gconfig.n_samples}, but MemAgent groups "
@@ -169,7 +177,7 @@ class MemAgentGRPOConfig(GRPOConfig):
                 f"eval_gconfig.n_samples={self.eval_gconfig.n_samples}, but MemAgent "
                 "groups validation episodes inside its workflow: set "
                 "eval_gconfig.n_samples=1 and put the number of episodes per "
-                "validation question in memagent.valid_group_size"
+                "validation question in valid_group_size"
             )
         if self.actor.reward_norm is not None:
             raise ValueError(
@@ -191,8 +199,6 @@ def workflow_kwargs(
     workers get the template texts, so they need no access to the file.
     """
     memagent = asdict(config.memagent)
-    for name in TRAINER_FIELDS:
-        memagent.pop(name)
     prompts = load_prompts(memagent.pop("prompts"))
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
