@@ -21,9 +21,11 @@ from typing import Any
 from tqdm import tqdm
 
 from memagent_workflow.data.files import atomic_write
-from memagent_workflow.eval.ruler.families import Haystacks, draw_sample
+from memagent_workflow.eval.ruler import fwe, niah, qa, vt
+from memagent_workflow.eval.ruler import tasks as T
 from memagent_workflow.eval.ruler.fit import FitError, TokenCounter, fit
 from memagent_workflow.eval.ruler.haystack import Haystack, pick
+from memagent_workflow.eval.ruler.layout import Drawn, Haystacks
 from memagent_workflow.eval.ruler.tasks import BUILT_IN, TASKS, expand_names
 
 SET = "RULER"
@@ -86,6 +88,27 @@ class Generator:
     def samples(self, task: str, length: int, n: int) -> Iterator[dict[str, Any]]:
         for i in range(n):
             yield self.sample(task, length, i)
+
+
+def draw_sample(
+    task: T.Task,
+    rng: random.Random,
+    hay: Haystack | None,
+    shared: Haystacks,
+    *,
+    length: int,
+    index: int,
+) -> Drawn:
+    """One sample's random draws for ``task``."""
+    if task.family == "niah":
+        return niah.niah_sample(task, rng, hay, shared)
+    if task.family == "vt":
+        return vt.vt_sample(task, rng, hay, shared)
+    if task.family == "fwe":
+        return fwe.fwe_sample(task, rng, hay, shared, length=length)
+    if task.family == "qa":
+        return qa.qa_sample(task, rng, hay, shared, index=index)
+    raise ValueError(f"unknown task family {task.family!r}")
 
 
 def check_inputs(gen: Generator, tasks: list[str], lengths: list[int]) -> None:

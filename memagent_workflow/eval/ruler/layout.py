@@ -1,4 +1,5 @@
-"""Haystack pieces with needles inserted among them: the plan most tasks share.
+"""Haystack pieces with needles inserted among them: the plan most tasks share,
+and what every task family's draw returns (``Drawn``).
 
 A context is ``n`` haystack pieces (sentences of an essay, noise lines,
 distractor needles) joined by a separator, with the task's needles inserted
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from memagent_workflow.eval.ruler.fit import FitError, TokenCounter, largest_prefix
+from memagent_workflow.eval.ruler.haystack import Haystack
 
 
 def with_sep(texts: list[str], sep: str) -> list[str]:
@@ -141,3 +145,35 @@ DEPTH_GRID = [round(100 * i / 39) / 100 for i in range(40)]
 
 def grid_depths(rng: random.Random, k: int) -> list[float]:
     return sorted(rng.sample(DEPTH_GRID, k))
+
+
+@dataclass
+class Drawn:
+    """One sample before fitting."""
+
+    question: str
+    answers: list[str]
+    plan: Any
+    extra: dict[str, Any]
+
+
+class Haystacks:
+    """The shared, pre-counted pieces of each haystack (counted once per run)."""
+
+    def __init__(self, counter: TokenCounter, repeat: bool):
+        self.counter, self.repeat = counter, repeat
+        self._cyclic: dict[tuple[str, str], CyclicPieces] = {}
+        self._docs: dict[str, np.ndarray] = {}
+
+    def cyclic(self, key: str, texts: list[str], sep: str, source: str) -> CyclicPieces:
+        if (key, sep) not in self._cyclic:
+            counts = self.counter.many(with_sep(texts, sep))
+            repeat = self.repeat or source == "built-in"
+            self._cyclic[key, sep] = CyclicPieces(texts, counts, repeat, source)
+        return self._cyclic[key, sep]
+
+    def doc_counts(self, hay: Haystack) -> np.ndarray:
+        """Tokens of each document of a QA haystack with its blank line."""
+        if hay.source not in self._docs:
+            self._docs[hay.source] = self.counter.many([d + "\n\n" for d in hay.docs])
+        return self._docs[hay.source]
