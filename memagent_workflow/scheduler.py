@@ -12,7 +12,9 @@ things and nothing else:
   :func:`private_random`, which restores the seeded state afterwards: training's
   randomness (seeded by ``config.seed``) no longer depends on port choices;
 - a worker counts as started once it has registered its own address (AReaL's
-  rpc server does so right after binding), and a worker that dies first stops
+  rpc server does so right after binding); a forked worker (the eval-rollout
+  worker) whose port answers for another run is forked again on a new port; a
+  worker that dies first stops
   the run at once with a message naming the port (where AReaL's would wait
   forever); a worker that neither binds nor dies stops the run after
   ``startup_timeout`` (at least ``MIN_START_TIMEOUT_S``).
@@ -35,6 +37,8 @@ logger = logging.getLogger("MemAgentScheduler")
 #: The longest a worker may take to bind its port (importing torch and AReaL on
 #: a loaded machine), unless the scheduler's ``startup_timeout`` is longer.
 MIN_START_TIMEOUT_S = 300.0
+#: How often a fork is tried when its port turns out to be another run's.
+FORK_ATTEMPTS = 3
 _PORT_IN_USE = re.compile(r"port (\d+) is in use|address already in use", re.I)
 
 
@@ -64,6 +68,50 @@ class MemAgentLocalScheduler(LocalScheduler):
         with private_random():
             return super()._allocate_ports(count)
 
+    async def _fork_single_worker(
+        self, session, role: str, idx: int, target_wi, target_role: str, command=None
+    ):
+        """AReaL's fork, checked: the ``/health`` it waited for must come from the
+        forked worker itself, not from another run's worker on the same port.
+
+        The forked worker's port comes from its parent's ``/alloc_ports``, drawn
+        in the parent worker from ``random`` seeded by ``config.seed``: the same
+        in two runs with one seed. On a collision the fork is undone and
+        retried; the parent draws a new port.
+        """
+        for attempt in range(1, FORK_ATTEMPTS + 1):
+            info = await super()._fork_single_worker(
+                session, role, idx, target_wi, target_role, command
+            )
+            if self._registered(info):
+                return info
+            port = info.worker.worker_ports[0]
+            logger.warning(
+                f"forked worker {info.worker.id}: another program answers on port "
+                f"{port} (attempt {attempt}/{FORK_ATTEMPTS}); forking again"
+            )
+            await self._kill_forked_worker(session, role, idx, target_wi)
+            self._release_ports([int(p) for p in info.worker.worker_ports[1:]])
+        raise WorkerPortError(
+            role,
+            f"forked worker {role}/{idx} found its port in use by another "
+            f"program {FORK_ATTEMPTS} times (last: {port})",
+        )
+
+    def _registered(self, worker_info) -> bool:
+        """Whether the worker registered itself on its own port (AReaL's rpc
+        server registers right after it binds, before it answers ``/health``)."""
+        worker = worker_info.worker
+        role, index = worker.id.rsplit("/", 1)
+        key = names.worker_discovery(
+            self.experiment_name, self.trial_name, role, int(index)
+        )
+        try:
+            addr = name_resolve.get(key)
+        except name_resolve.NameEntryNotFoundError:
+            return False
+        return addr.rsplit(":", 1)[-1] == str(worker.worker_ports[0])
+
     def _configure_worker(self, worker_info, worker_rank: int) -> None:
         self._wait_until_registered(worker_info)
         super()._configure_worker(worker_info, worker_rank)
@@ -72,20 +120,14 @@ class MemAgentLocalScheduler(LocalScheduler):
         """Return once the worker has bound its port; raise if it dies first."""
         worker = worker_info.worker
         port = worker.worker_ports[0]
-        role, index = worker.id.rsplit("/", 1)
-        key = names.worker_discovery(
-            self.experiment_name, self.trial_name, role, int(index)
-        )
-        timeout = max(self.startup_timeout, MIN_START_TIMEOUT_S)
+        role = worker.id.rsplit("/", 1)[0]
+        process = worker_info.process
+        # A forked worker (no process here) has answered /health already.
+        timeout = max(self.startup_timeout, MIN_START_TIMEOUT_S) if process else 10.0
         deadline = time.monotonic() + timeout
         while True:
-            try:
-                addr = name_resolve.get(key)
-                if addr.rsplit(":", 1)[-1] == str(port):
-                    return
-            except name_resolve.NameEntryNotFoundError:
-                pass
-            process = worker_info.process
+            if self._registered(worker_info):
+                return
             if process is not None and process.poll() is not None:
                 raise self._start_failure(worker_info, port)
             if time.monotonic() > deadline:

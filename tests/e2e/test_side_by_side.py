@@ -18,8 +18,10 @@ from pathlib import Path
 from standin.build_cache import MARKER_FILE
 from tests.e2e.launch_runs import Launched, train_cmd
 
-# The README's main job, launched by AReaL's single controller, shortened.
-LAUNCH = ("scheduler.type=local", "valid_dataset=null")
+# The README's main job, launched by AReaL's single controller, shortened; with
+# its validation set, so each run also forks an eval-rollout worker, whose port
+# the rollout worker draws from `random` seeded by `seed` (the same in both).
+LAUNCH = ("scheduler.type=local",)
 # How long a run may take to stop once its worker's port is taken: the worker
 # imports torch and AReaL before it tries to bind (seconds to a minute on a
 # loaded 2-core machine), then dies; the scheduler notices within 0.2 s.
@@ -44,7 +46,8 @@ def test_two_main_jobs_with_one_seed_started_at_once_both_finish(tmp_path):
 
 
 def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path):
-    run = Launched(train_cmd(tmp_path / "run", tmp_path / "model", *LAUNCH), tmp_path)
+    cmd = train_cmd(tmp_path / "run", tmp_path / "model", *LAUNCH, "valid_dataset=null")
+    run = Launched(cmd, tmp_path)
     started = re.compile(r"Starting worker actor/0 .*--port (\d+)")
     deadline = time.monotonic() + 600
     port = None

@@ -130,3 +130,38 @@ def test_a_worker_counts_as_started_once_it_registers_its_port(tmp_path):
             sched._wait_until_registered(info)
     finally:
         info.process.kill()
+
+
+async def test_a_fork_answered_by_another_run_is_forked_again(tmp_path, monkeypatch):
+    """Two runs with one seed: the parent worker of each draws the same port for
+    its forked (eval-rollout) worker, and AReaL's readiness check is answered
+    by whichever run bound it. The fork that is not registered is undone and
+    forked again on the next port."""
+    sched = scheduler(MemAgentLocalScheduler, tmp_path)
+    target = _worker(sched, [sys.executable, "-c", "pass"], 1000)
+    forked_ports = iter([15000, 15001])
+    calls: list[str] = []
+
+    async def areal_fork(self, session, role, idx, target_wi, target_role, command):
+        port = next(forked_ports)
+        calls.append(f"fork {port}")
+        if port == 15001:  # this fork's own worker registers, and answers
+            key = names.worker_discovery("ports", "t", role, idx)
+            name_resolve.add(key, f"127.0.0.1:{port}", replace=True)
+        worker = Worker(id=f"{role}/{idx}", ip="127.0.0.1", worker_ports=[str(port)])
+        return WorkerInfo(
+            worker=worker, process=None, role=role, gpu_devices=[],
+            created_at=time.time(), log_file=str(tmp_path / "x.log"),
+        )  # fmt: skip
+
+    async def kill(self, session, role, idx, target_wi):
+        calls.append(f"kill {role}/{idx}")
+
+    monkeypatch.setattr(LocalScheduler, "_fork_single_worker", areal_fork)
+    monkeypatch.setattr(LocalScheduler, "_kill_forked_worker", kill)
+    info = await sched._fork_single_worker(
+        None, "eval-rollout", 0, target, "rollout", None
+    )
+    assert info.worker.worker_ports == ["15001"]
+    assert calls == ["fork 15000", "kill eval-rollout/0", "fork 15001"]
+    sched._wait_until_registered(info)  # registered: returns at once
