@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from memagent_workflow.data.files import DataError, read_records
 from memagent_workflow.data.schema import BadField, check_rows
+from memagent_workflow.preflight.model import tokenizer_local
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
 if TYPE_CHECKING:
@@ -141,17 +142,6 @@ def check_eval_files(run: Run) -> Check:
     )
 
 
-def _tokenizer_local(path: str) -> bool:
-    if Path(path).is_dir():
-        return True
-    from huggingface_hub import try_to_load_from_cache
-
-    return any(
-        isinstance(try_to_load_from_cache(path, f), str)
-        for f in ("tokenizer.json", "tokenizer_config.json")
-    )
-
-
 def check_prompts(run: Run) -> Check:
     from memagent_workflow.prompt_file import PromptFileError, load_prompts
 
@@ -164,9 +154,14 @@ def check_prompts(run: Run) -> Check:
     except PromptFileError as exc:
         return fail(FAMILY, name, str(exc), needed, "fix the prompts file")
     tok = cfg.tokenizer_path
-    if not _tokenizer_local(tok):
+    if not tokenizer_local(tok):
         if run.standin_run:
-            return not_applicable(FAMILY, name, f"{tok}: the CPU job builds the model")
+            return not_applicable(
+                FAMILY,
+                name,
+                f"{prompts.source}: slots ok; fit checked once the CPU job has "
+                f"built {tok}",
+            )
         if not run.options.allow_download:
             return warn(
                 FAMILY,

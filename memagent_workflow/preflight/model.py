@@ -112,16 +112,25 @@ def find_model_config(
         return None, f"{where}: cannot read the model's shape: {exc}"
 
 
+def in_hub_cache(path: str, names: tuple[str, ...]) -> bool:
+    """Whether one of the files ``names`` of hub model ``path`` is cached here."""
+    if not _is_hub_id(path):
+        return False
+    from huggingface_hub import try_to_load_from_cache
+
+    return any(isinstance(try_to_load_from_cache(path, n), str) for n in names)
+
+
 def weights_local(path: str) -> bool:
     """Whether the model's weights are on this machine (a folder or the hub cache)."""
     folder = Path(path).expanduser()
     if folder.is_dir():
         return any(folder.glob("*.safetensors")) or any(folder.glob("*.bin"))
-    if not _is_hub_id(path):
-        return False
-    from huggingface_hub import try_to_load_from_cache
+    return in_hub_cache(path, ("model.safetensors.index.json", "model.safetensors"))
 
-    return any(
-        isinstance(try_to_load_from_cache(path, name), str)
-        for name in ("model.safetensors.index.json", "model.safetensors")
-    )
+
+def tokenizer_local(path: str) -> bool:
+    """Whether the tokenizer at ``path`` loads without the network."""
+    if Path(path).expanduser().is_dir():
+        return True
+    return in_hub_cache(path, ("tokenizer.json", "tokenizer_config.json"))
