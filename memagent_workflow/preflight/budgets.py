@@ -122,7 +122,7 @@ def check_setup_timeout(run: Run) -> Check:
             return warn(
                 FAMILY,
                 name,
-                f"{path} not local; its size unknown",
+                f"{path} not cached, size unknown",
                 f"{timeout:g} s > download + start",
                 "download the model before the run (huggingface-cli download)",
             )

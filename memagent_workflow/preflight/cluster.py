@@ -115,7 +115,7 @@ def _fits(node: RayNode, need: NodeNeed) -> list[str]:
 def check_ray(run: Run) -> Check:
     name = "cluster and placement"
     if run.scheduler != "ray":
-        return not_applicable(FAMILY, name, f"scheduler.type is {run.scheduler}")
+        return not_applicable(FAMILY, name, f"scheduler.type {run.scheduler or 'null'}")
     need = node_need(run)
     needed = (
         f"per node: {need.workers} workers x spec = CPU {need.cpus:g}, GPU "

@@ -166,9 +166,10 @@ def check_prompts(run: Run) -> Check:
             return warn(
                 FAMILY,
                 name,
-                f"{prompts.source}: slots ok; fit not checked, tokenizer {tok} not local",
+                f"{prompts.source} prompts: slots ok; fit not checked (tokenizer "
+                "not cached)",
                 needed,
-                "run where the tokenizer is cached, or pass --allow-download",
+                f"run where {tok} is cached, or pass --allow-download",
             )
     from memagent_workflow.eval.checks import EvalRefused
 

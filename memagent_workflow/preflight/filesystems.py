@@ -156,7 +156,7 @@ def check_disk(run: Run) -> Check:
         return not_applicable(FAMILY, name, "eval writes results only")
     shape = run.model[0]
     if shape is None:
-        return not_applicable(FAMILY, name, f"model size unknown: {run.model[1]}")
+        return not_applicable(FAMILY, name, "model size unknown (no config.json)")
     actor = run.config.actor
     n = shape.params
     hf = n * DTYPE_BYTES[actor.dtype]

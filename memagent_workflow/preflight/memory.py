@@ -143,7 +143,7 @@ def _no_model(run: Run, name: str) -> Check | None:
             name,
             f"not estimated: {why}",
             "config.json of actor.path",
-            "run where the model is local, or pass --allow-download",
+            "run where the model is cached, or pass --allow-download",
         )
     return None
 

@@ -100,10 +100,7 @@ def find_model_config(
             except Exception as exc:  # network, auth, unknown repo
                 return None, f"download of {path}/config.json failed: {exc}"
         else:
-            return None, (
-                f"{path}: config.json neither local nor in the hub cache "
-                "(--allow-download fetches it)"
-            )
+            return None, f"{path}: no config.json here or in the hub cache"
     else:
         return None, f"{path}: no config.json there"
     try:

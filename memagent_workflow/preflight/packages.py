@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import os
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,9 @@ class PackageProbe:
         """None when ``from module import names`` works, else why not."""
         try:
             mod = importlib.import_module(module)
-        except Exception as exc:  # ImportError, or a broken extension's error
+        except ModuleNotFoundError as exc:
+            return f"not installed ({exc})"
+        except Exception as exc:  # a broken extension's error
             return f"import {module}: {type(exc).__name__}: {exc}"
         missing = [n for n in names if not hasattr(mod, n)]
         if missing:
@@ -115,9 +118,7 @@ def check_sglang(run: Run) -> Check:
     if backend != "sglang":
         return not_applicable(FAMILY, name, f"rollout.backend is {backend}")
     found = run.packages.version("sglang")
-    needed = (
-        f">= {SGLANG_MIN} (AReaL 1.0.4 SGLangConfig.build_args); pinned {SGLANG_PINNED}"
-    )
+    needed = f">= {SGLANG_MIN} (AReaL's check), pinned {SGLANG_PINNED}"
     if found is None:
         return fail(
             FAMILY,
@@ -166,13 +167,12 @@ def check_flash_attention(run: Run) -> Check:
             "flash_attention_2 / flash_attention_3 (checked here)",
             f"{impl} is not checked by the preflight",
         )
-    needed = "; ".join(
-        f"from {m} import {', '.join(n)}" for m, n in FLASH_IMPORTS[impl].items()
-    )
-    top = next(iter(FLASH_IMPORTS[impl])).split(".")[0]
+    module, names = next(iter(FLASH_IMPORTS[impl].items()))
+    needed = f"from {module} import {', '.join(names)} (transformers' import)"
+    top = module.split(".")[0]
     dists = run.packages.providers(top)
     versions = [f"{d} {run.packages.version(d)}" for d in dists]
-    installed = ", ".join(versions) or "no distribution"
+    installed = ", ".join(versions) or "flash_attn"
     for module, names in FLASH_IMPORTS[impl].items():
         why = run.packages.import_names(module, names)
         if why:
@@ -223,14 +223,14 @@ def check_path_python(run: Run) -> Check:
         return not_applicable(FAMILY, name, "one-process run: nothing started")
     exe, prefix = run.packages.path_python_prefix()
     own = run.packages.own_prefix()
-    needed = f"this environment ({own})"
-    if prefix is not None and prefix == own:
+    needed = "this interpreter's environment"
+    if prefix is not None and os.path.realpath(prefix) == os.path.realpath(own):
         return ok(FAMILY, name, exe or "", needed)
     return fail(
         FAMILY,
         name,
-        f"{exe or 'none'} (prefix {prefix})",
-        needed,
+        f"{exe or 'none'} (environment {prefix})",
+        f"{needed} ({own})",
         "AReaL starts its workers and SGLang as a bare python3: activate the "
         "project's environment first (source .venv/bin/activate)",
     )

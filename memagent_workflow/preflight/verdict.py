@@ -70,7 +70,8 @@ def render(checks: list[Check], width: int | None = None) -> str:
 
     def row(cells: tuple[str, ...]) -> list[str]:
         wrapped = [
-            textwrap.wrap(c, w) or [""] for c, w in zip(cells, widths, strict=True)
+            textwrap.wrap(c, w, break_on_hyphens=False) or [""]
+            for c, w in zip(cells, widths, strict=True)
         ]
         height = max(len(w) for w in wrapped)
         return [
@@ -93,6 +94,7 @@ def render(checks: list[Check], width: int | None = None) -> str:
                 f"{c.verdict.value} {c.label}: {c.fix}",
                 width,
                 subsequent_indent="    ",
+                break_on_hyphens=False,
             )
     bad = blocking(checks)
     lines.append("")
