@@ -15,10 +15,10 @@ alone, which holds a one-node run only.
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.probes import RayNode
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok
 
 if TYPE_CHECKING:
@@ -26,49 +26,6 @@ if TYPE_CHECKING:
 
 FAMILY = "ray"
 RAY_MEMORY_SHARE = 0.7  # Ray's default memory resource: RAM less its object store
-
-
-@dataclass(frozen=True)
-class RayNode:
-    name: str
-    cpus: float
-    gpus: float
-    memory_bytes: float
-
-
-@dataclass
-class RayState:
-    """The cluster as found: its alive nodes, or why none was reached."""
-
-    nodes: list[RayNode] = field(default_factory=list)
-    error: str | None = None
-
-
-class RayProbe:
-    """Joins a running cluster (never starts one), reads its nodes, and leaves."""
-
-    def probe(self) -> RayState:
-        import ray
-
-        address = os.environ.get("RAY_ADDRESS", "auto")
-        try:
-            ray.init(address=address, logging_level="ERROR", log_to_driver=False)
-        except Exception as exc:  # ConnectionError when there is none
-            return RayState(error=f"{address}: {type(exc).__name__}: {exc}")
-        try:
-            nodes = [
-                RayNode(
-                    n.get("NodeManagerAddress", "?"),
-                    n["Resources"].get("CPU", 0),
-                    n["Resources"].get("GPU", 0),
-                    n["Resources"].get("memory", 0),
-                )
-                for n in ray.nodes()
-                if n.get("Alive")
-            ]
-        finally:
-            ray.shutdown()
-        return RayState(nodes=nodes)
 
 
 @dataclass(frozen=True)
@@ -137,9 +94,9 @@ def check_ray(run: Run) -> Check:
                 "start Ray on every node first: ray start --head on this one, "
                 "ray start --address=HEAD_IP:6379 on the others",
             )
-        if run.standin_run:
+        if run.job_provides_inputs:
             return not_applicable(
-                FAMILY, name, "CPU run: the job starts its own local Ray instance"
+                FAMILY, name, f"{run.hook} starts its own local Ray instance"
             )
         host = run.hardware.host()
         node = RayNode(

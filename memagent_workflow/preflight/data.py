@@ -69,9 +69,9 @@ def check_train_file(run: Run, role: str) -> Check:
         return not_applicable(FAMILY, name, f"no {role}_dataset")
     path = Path(section.path)
     if not path.is_file():
-        if run.standin_run:
+        if run.job_provides_inputs:
             return not_applicable(
-                FAMILY, name, f"{path} missing: the CPU job writes it at start"
+                FAMILY, name, f"{path} missing: {run.hook} writes it at start"
             )
         return fail(
             FAMILY,
@@ -111,9 +111,9 @@ def check_eval_files(run: Run) -> Check:
     ev = run.config.eval
     name = "eval.data_root"
     missing = [n for n in ev.lengths if not sets.eval_file(ev.data_root, n).is_file()]
-    if missing and run.standin_run:
+    if missing and run.job_provides_inputs:
         return not_applicable(
-            FAMILY, name, f"eval_{missing}.json missing: the CPU run writes them"
+            FAMILY, name, f"eval_{missing}.json missing: {run.hook} writes them"
         )
     needed = f"eval_N.json for N in {list(ev.lengths)}, every row valid"
     if missing:
@@ -155,12 +155,12 @@ def check_prompts(run: Run) -> Check:
         return fail(FAMILY, name, str(exc), needed, "fix the prompts file")
     tok = cfg.tokenizer_path
     if not tokenizer_local(tok):
-        if run.standin_run:
+        if run.job_provides_inputs:
             return not_applicable(
                 FAMILY,
                 name,
-                f"{prompts.source}: slots ok; fit checked once the CPU job has "
-                f"built {tok}",
+                f"{prompts.source} prompts: slots ok; fit checked once {run.hook} "
+                f"has built {tok}",
             )
         if not run.options.allow_download:
             return warn(
@@ -195,6 +195,6 @@ def _build_workflows(run: Run) -> None:
     MemAgentWorkflow(**workflow_kwargs(cfg))
     MemAgentWorkflow(
         **workflow_kwargs(
-            cfg, gconfig=cfg.eval_gconfig, group_size=cfg.memagent.valid_group_size
+            cfg, gconfig=cfg.eval_gconfig, group_size=cfg.valid_group_size
         )
     )

@@ -1,13 +1,12 @@
 """GPUs: how many are visible against the layout, their compute capability
 against SGLang's attention backend, and their free memory.
 
-The probe is an object so that tests can fake a machine; the default asks
-torch (which honours ``CUDA_VISIBLE_DEVICES``).
+The GPUs come from the run's hardware probe (``probes.TorchHardware`` asks
+torch, which honours ``CUDA_VISIBLE_DEVICES``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
@@ -20,47 +19,6 @@ GIB = 2**30
 # SGLang 0.5.10's fa3 backend asserts SM 8.x (non-MLA) or 9.x; Blackwell (10.x,
 # 12.x) needs flashinfer or triton.
 FA3_MAJORS = (8, 9)
-
-
-@dataclass(frozen=True)
-class GPU:
-    index: int
-    name: str
-    capability: tuple[int, int]
-    total_bytes: int
-    free_bytes: int
-
-
-@dataclass(frozen=True)
-class Host:
-    cpus: int
-    memory_bytes: int
-
-
-class TorchHardware:
-    """This machine, as torch and psutil see it."""
-
-    def gpus(self) -> list[GPU]:
-        import torch
-
-        if not torch.cuda.is_available():
-            return []
-        out = []
-        for i in range(torch.cuda.device_count()):
-            props = torch.cuda.get_device_properties(i)
-            free, total = torch.cuda.mem_get_info(i)
-            out.append(GPU(i, props.name, (props.major, props.minor), total, free))
-        return out
-
-    def host(self) -> Host:
-        import os
-
-        import psutil
-
-        return Host(os.cpu_count() or 1, psutil.virtual_memory().total)
-
-
-HardwareProbe = TorchHardware  # anything with gpus() and host()
 
 
 def gib(n: float) -> str:

@@ -12,12 +12,7 @@ very names transformers imports.
 
 from __future__ import annotations
 
-import importlib
-import importlib.metadata
 import os
-import shutil
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
 from packaging.version import Version
@@ -44,68 +39,6 @@ FLASH_IMPORTS = {
 # AReaL packs several rows into one sequence with cu_seq_lens and no mask;
 # these backends would let the rows attend to each other.
 UNPACKED_IMPLS = ("sdpa", "eager")
-
-
-class PackageProbe:
-    """What is installed in this interpreter's environment."""
-
-    def version(self, dist: str) -> str | None:
-        try:
-            return importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            return None
-
-    def providers(self, package: str) -> list[str]:
-        """Distributions that install the top-level ``package``."""
-        return importlib.metadata.packages_distributions().get(package, [])
-
-    def import_names(self, module: str, names: tuple[str, ...]) -> str | None:
-        """None when ``from module import names`` works, else why not."""
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            return f"not installed ({exc})"
-        except Exception as exc:  # a broken extension's error
-            return f"import {module}: {type(exc).__name__}: {exc}"
-        missing = [n for n in names if not hasattr(mod, n)]
-        if missing:
-            where = getattr(mod, "__file__", None) or list(getattr(mod, "__path__", []))
-            return f"{module} ({where}) has no {', '.join(missing)}"
-        return None
-
-    def torch_cuda(self) -> str | None:
-        import torch
-
-        return torch.version.cuda
-
-    def nccl(self) -> str | None:
-        import torch
-
-        if not torch.distributed.is_nccl_available():
-            return None
-        try:
-            return ".".join(map(str, torch.cuda.nccl.version()))
-        except Exception:
-            return None
-
-    def path_python_prefix(self) -> tuple[str | None, str | None]:
-        """``python3`` on PATH and its ``sys.prefix``."""
-        exe = shutil.which("python3")
-        if exe is None:
-            return None, None
-        try:
-            out = subprocess.run(
-                [exe, "-c", "import sys; print(sys.prefix)"],
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return exe, None
-        return exe, out.stdout.strip() or None
-
-    def own_prefix(self) -> str:
-        return sys.prefix
 
 
 def check_sglang(run: Run) -> Check:

@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from memagent_workflow.preflight.cluster import RayProbe, RayState
-from memagent_workflow.preflight.hardware import HardwareProbe, TorchHardware
 from memagent_workflow.preflight.model import ModelShape, find_model_config
-from memagent_workflow.preflight.packages import PackageProbe
+from memagent_workflow.preflight.probes import (
+    HardwareProbe,
+    PackageProbe,
+    RayProbe,
+    RayState,
+    TorchHardware,
+)
 
 
 @dataclass
@@ -79,10 +83,21 @@ class Run:
     longest_context_chars: int | None = None
 
     @property
-    def standin_run(self) -> bool:
-        """A CPU stand-in run (a ``standin:`` section): its job builds the tiny
-        model and writes synthetic data at start, and starts its own Ray."""
-        return getattr(self.config, "standin", None) is not None
+    def job_provides_inputs(self) -> bool:
+        """Whether the config's ``run:`` hook stands in for a cluster (a CPU
+        config: ``run.job`` for training, ``run.inference`` for eval). It then
+        builds the model, writes missing data and starts its own Ray."""
+        run = self.config.run
+        if self.is_eval:
+            from memagent_workflow.eval.config import EvalRunConfig
+
+            return run.inference != EvalRunConfig().inference
+        return bool(run.job)
+
+    @property
+    def hook(self) -> str:
+        """The ``run:`` key of that hook, for messages."""
+        return "run.inference" if self.is_eval else "run.job"
 
     @property
     def servers_running(self) -> bool:

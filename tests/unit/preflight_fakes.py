@@ -8,9 +8,13 @@ import json
 from pathlib import Path
 
 from memagent_workflow.preflight import Options, Run
-from memagent_workflow.preflight.cluster import RayNode, RayState
-from memagent_workflow.preflight.hardware import GPU, Host
-from memagent_workflow.preflight.packages import PackageProbe
+from memagent_workflow.preflight.probes import (
+    GPU,
+    Host,
+    PackageProbe,
+    RayNode,
+    RayState,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 GIB = 2**30

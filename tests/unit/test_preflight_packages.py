@@ -9,13 +9,13 @@ import pytest
 
 from memagent_workflow.preflight import Verdict
 from memagent_workflow.preflight.packages import (
-    PackageProbe,
     check_flash_attention,
     check_nccl,
     check_path_python,
     check_sglang,
     check_torch_cuda,
 )
+from memagent_workflow.preflight.probes import PackageProbe
 from tests.unit.preflight_fakes import FakePackages, changed, load, run_of
 
 
