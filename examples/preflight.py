@@ -5,7 +5,7 @@ blocking item. Nothing is started (no server, no worker).
     uv run python examples/preflight.py --config config_eval.yaml scheduler.type=local
 
 Takes the same ``--config`` and overrides as ``train.py`` (or ``eval.py``, for a
-config with an ``eval:`` section), loaded by their own ``load_config``; the
+config whose ``run.config`` is an eval config), loaded by their ``load_config``; the
 flags below are the preflight's own estimates and statements.
 """
 
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ first
     sys.path.insert(0, str(ROOT))
 
-from memagent_workflow.config import config_sections  # noqa: E402
+from memagent_workflow.config import config_class_name  # noqa: E402
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
 
 
@@ -81,9 +81,20 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
     return options, rest
 
 
+def is_eval(argv: list[str]) -> bool:
+    """Whether the file's ``run.config`` names an eval config class."""
+    from areal.utils.dynamic_import import import_from_string
+
+    from memagent_workflow.eval.config import MemAgentEvalConfig
+
+    name = config_class_name(argv)
+    cls = import_from_string(name) if name else None
+    return isinstance(cls, type) and issubclass(cls, MemAgentEvalConfig)
+
+
 def load(argv: list[str]) -> tuple[object, str]:
     """The config as the entry script that would run it loads it."""
-    if "eval" in config_sections(argv):
+    if is_eval(argv):
         from examples.eval import load_config
 
         return load_config(argv), "eval"

@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import torch
 
 from memagent_workflow.preflight.verdict import fail, not_applicable, ok, render, warn
 
@@ -61,6 +62,7 @@ def test_docs_show_the_two_done_when_commands():
     ]
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the verdicts of a CPU machine")
 def test_config_yaml_on_cpu_fails_naming_gpu_sglang_flash_attention(runs):
     res = runs["uv run python examples/preflight.py --config config.yaml"]
     assert res.returncode == 1, res.stdout + res.stderr
