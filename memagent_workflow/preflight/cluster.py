@@ -50,7 +50,7 @@ def node_need(run: Run) -> NodeNeed:
     gpus = min(lay.gpus, cluster.n_gpus_per_node) if cluster.n_gpus_per_node else 0
     cpu, mem = per_gpu_spec(run)
     if gpus == 0:  # CPU workers: one per role and rank on the node
-        workers = lay.rollout_servers + (0 if run.is_eval else max(1, lay.actor_dp))
+        workers = lay.rollout_servers + (0 if run.is_eval else max(1, lay.actor_gpus))
         spec = run.config.actor.scheduling_spec[0]
         return NodeNeed(workers, workers * spec.cpu, 0, workers * spec.mem * 2**30)
     return NodeNeed(gpus, gpus * cpu, gpus, gpus * mem * 2**30)

@@ -53,7 +53,7 @@ class ActorMemory:
 
 
 def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
-    """What one of ``dp`` FSDP ranks holds, and its load peak."""
+    """What one of ``dp`` FSDP ranks (the actor's GPUs) holds, and its load peak."""
     actor = config.actor
     n = shape.params
     store = DTYPE_BYTES[actor.optimizer_dtype]
@@ -157,7 +157,7 @@ def check_actor(run: Run) -> Check:
     if (missing := _no_model(run, name)) is not None:
         return missing
     shape = run.model[0]
-    dp = max(1, run.layout.actor_dp)
+    dp = max(1, run.layout.actor_gpus)  # FSDP shards over every actor GPU
     est = actor_memory(shape, run.config, dp)
     gpu, gpu_name = run.gpu_memory_bytes
     found = (

@@ -44,7 +44,6 @@ class Layout:
     rollout_tp: int
     rollout_gpus: int
     actor_gpus: int
-    actor_dp: int
 
     @property
     def gpus(self) -> int:
@@ -115,11 +114,11 @@ class Run:
         rollout = ModelAllocation.from_str(self.config.rollout.backend, name="rollout")
         servers, tp = rollout.parallel.dp_size, rollout.parallel.tp_size
         rollout_gpus = 0 if self.servers_running else rollout.parallel.world_size
-        actor_gpus = actor_dp = 0
+        actor_gpus = 0
         if not self.is_eval:
             actor = ModelAllocation.from_str(self.config.actor.backend, name="actor")
-            actor_gpus, actor_dp = actor.parallel.world_size, actor.parallel.dp_size
-        return Layout(servers, tp, rollout_gpus, actor_gpus, actor_dp)
+            actor_gpus = actor.parallel.world_size
+        return Layout(servers, tp, rollout_gpus, actor_gpus)
 
     @cached_property
     def model(self) -> tuple[ModelShape | None, str]:
