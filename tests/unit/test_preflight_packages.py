@@ -25,17 +25,18 @@ def gpu_config():
 
 
 def fake_flash_attn(root, *, functions: bool, version: str = "4.0.0b36"):
-    """A ``flash_attn`` package on ``root``: with or without transformers' names."""
+    """A ``flash_attn`` package on ``root``. Without the functions it is what
+    flash-attn-4 installs: a folder holding only ``cute/`` (no ``__init__.py``)."""
     pkg = root / "flash_attn"
     (pkg / "cute").mkdir(parents=True)
     (pkg / "cute" / "__init__.py").write_text("")
-    init = ""
     if functions:
-        init = "def flash_attn_func(*a): pass\ndef flash_attn_varlen_func(*a): pass\n"
+        (pkg / "__init__.py").write_text(
+            "def flash_attn_func(*a): pass\ndef flash_attn_varlen_func(*a): pass\n"
+        )
         (pkg / "bert_padding.py").write_text(
             "def pad_input(*a): pass\ndef unpad_input(*a): pass\n"
         )
-    (pkg / "__init__.py").write_text(init)
     dist = root / f"flash_attn_4-{version}.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text(
