@@ -60,6 +60,16 @@ class MemAgentConfig:
             "choices": ["original", "squad"],
         },
     )
+    answer_protocol: str = field(
+        default="boxed",
+        metadata={
+            "help": "What the final turn answers with, and how it is read and "
+            "scored: 'boxed' (\\boxed{}, as the released models were trained) or "
+            "'answer_is' ('Therefore, the answer is ...', what the original "
+            "evaluation asked for). The same key in training and eval configs.",
+            "choices": ["boxed", "answer_is"],
+        },
+    )
     prompts: str | None = field(
         default=None,
         metadata={
@@ -99,7 +109,7 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
-        reward_function(self.reward)  # raises on an unknown name
+        reward_function(self.reward, self.answer_protocol)  # raises on bad names
         if self.valid_group_size < 1:
             raise ValueError(
                 f"memagent.valid_group_size must be >= 1, got {self.valid_group_size}"
@@ -163,7 +173,7 @@ def workflow_kwargs(
     memagent = asdict(config.memagent)
     for name in TRAINER_FIELDS:
         memagent.pop(name)
-    prompts = load_prompts(memagent.pop("prompts"))
+    prompts = load_prompts(memagent.pop("prompts"), memagent["answer_protocol"])
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
         tokenizer=config.tokenizer_path,

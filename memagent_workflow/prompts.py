@@ -6,10 +6,15 @@ The texts are ``str.format`` templates: the memory-update prompt has the slots
 built-in wording is below; ``prompt_file.py`` reads a user's (``memagent.prompts``).
 
 Each prompt is rendered once per question through the tokenizer's chat
-template with markers in the memory and chunk slots, then split at them. A
-turn's prompt is the concatenation of fixed token pieces with the memory ids
-(exactly the tokens the model generated last turn) and the chunk ids (a slice
-of the tokenised document): token in, token out, no decode/re-encode drift.
+template with markers in the question, memory and chunk slots, then split at
+them; every text piece between two slots is encoded on its own, and so is the
+question. This is the original MemAgent's token template (``TokenTemplate`` in
+its ``recurrent/utils.py``): the question never merges with the text around it
+(a "?" before a newline stays its own token), so a prompts file holding the
+original's templates gives its training prompts token for token. A turn's
+prompt is the concatenation of these fixed pieces with the memory ids (exactly
+the tokens the model generated last turn) and the chunk ids (a slice of the
+tokenised document): token in, token out, no decode/re-encode drift.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+QUESTION_SLOT = "\u2063MEMAGENT_QUESTION_SLOT\u2063"
 MEMORY_SLOT = "\u2063MEMAGENT_MEMORY_SLOT\u2063"
 CHUNK_SLOT = "\u2063MEMAGENT_CHUNK_SLOT\u2063"
 
@@ -57,6 +63,25 @@ put the final answer, and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}
 
 Answer:"""
 
+# The final prompt for ``memagent.answer_protocol=answer_is``: the answer ends
+# the response after "the answer is" (case-sensitive, as the original reads it).
+FINAL_ANSWER_IS_PROMPT = """\
+You have read a long document section by section and kept notes in a memory. \
+Answer the question using only this memory. You may reason briefly first; end \
+your response with "Therefore, the answer is (your answer)".
+
+<question>
+{question}
+</question>
+
+<memory>
+{memory}
+</memory>
+
+Answer:"""
+
+FINAL_PROMPTS = {"boxed": FINAL_ANSWER_PROMPT, "answer_is": FINAL_ANSWER_IS_PROMPT}
+
 
 @dataclass(frozen=True)
 class PromptTexts:
@@ -71,6 +96,15 @@ class PromptTexts:
 
     def final_template(self, tokenizer, question: str) -> PromptTemplate:
         return final_answer_template(tokenizer, question, self.final_answer)
+
+
+def builtin_prompts(protocol: str = "boxed") -> PromptTexts:
+    """The built-in wording; its final prompt asks for ``protocol``'s form."""
+    if protocol not in FINAL_PROMPTS:
+        raise ValueError(
+            f"memagent.answer_protocol={protocol!r}: choose one of {list(FINAL_PROMPTS)}"
+        )
+    return PromptTexts(final_answer=FINAL_PROMPTS[protocol])
 
 
 def render_chat(tokenizer, user_text: str) -> str:
@@ -130,9 +164,20 @@ def _split_once(text: str, slot: str) -> tuple[str, str]:
     if len(parts) != 2:
         raise ValueError(
             f"chat template must keep the slot {slot!r} exactly once, "
-            f"found {len(parts) - 1} (does the question contain it?)"
+            f"found {len(parts) - 1} (is the memory slot after the chunk slot?)"
         )
     return parts[0], parts[1]
+
+
+def _pieces(tokenizer, text: str, question_ids: np.ndarray) -> np.ndarray:
+    """``text`` encoded piece by piece around its question slots, the question's
+    own ids in each slot (the original never encodes them together)."""
+    parts: list[np.ndarray] = []
+    for k, piece in enumerate(text.split(QUESTION_SLOT)):
+        if k:
+            parts.append(question_ids)
+        parts.append(_encode(tokenizer, piece))
+    return np.concatenate(parts)
 
 
 def memory_update_template(
@@ -141,14 +186,15 @@ def memory_update_template(
     """Template of a memory turn: instruction, question, memory, section."""
     text = render_chat(
         tokenizer,
-        template.format(question=question, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
+        template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
     )
+    q = _encode(tokenizer, question)
     before, rest = _split_once(text, MEMORY_SLOT)
     middle, after = _split_once(rest, CHUNK_SLOT)
     return PromptTemplate(
-        before_memory=_encode(tokenizer, before),
-        after_memory=_encode(tokenizer, middle),
-        after_chunk=_encode(tokenizer, after),
+        before_memory=_pieces(tokenizer, before, q),
+        after_memory=_pieces(tokenizer, middle, q),
+        after_chunk=_pieces(tokenizer, after, q),
     )
 
 
@@ -157,10 +203,11 @@ def final_answer_template(
 ) -> PromptTemplate:
     """Template of the final turn: instruction, question, memory; no chunk."""
     text = render_chat(
-        tokenizer, template.format(question=question, memory=MEMORY_SLOT)
+        tokenizer, template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT)
     )
+    q = _encode(tokenizer, question)
     before, after = _split_once(text, MEMORY_SLOT)
     return PromptTemplate(
-        before_memory=_encode(tokenizer, before),
-        after_memory=_encode(tokenizer, after),
+        before_memory=_pieces(tokenizer, before, q),
+        after_memory=_pieces(tokenizer, after, q),
     )

@@ -33,7 +33,7 @@ from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import (
     exact_match,
-    extract_boxed,
+    extract_answer,
     f1,
     reward_function,
     sub_em,
@@ -75,10 +75,12 @@ class MemAgentWorkflow(RolloutWorkflow):
         engine_retry_s: float = 60.0,
         reward: str = "original",
         prompts: PromptTexts | dict[str, str] | str | None = None,
+        answer_protocol: str = "boxed",
     ):
         """``prompts``: template texts (as ``workflow_kwargs`` passes them), a
         prompts file, or None for the built-in wording; ``reward``: a name in
-        ``memagent_workflow.reward.REWARDS``."""
+        ``memagent_workflow.reward.REWARDS``; ``answer_protocol``: ``boxed`` or
+        ``answer_is`` (the final answer's form, its extraction and reward)."""
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
         for name, value in [
@@ -116,8 +118,9 @@ class MemAgentWorkflow(RolloutWorkflow):
         # AReaL adds the pad id, None for a tokenizer without a pad token.
         self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
-        self.reward_fn = reward_function(reward)
-        self.prompts = as_prompt_texts(prompts)
+        self.reward_fn = reward_function(reward, answer_protocol)
+        self.answer_protocol = answer_protocol
+        self.prompts = as_prompt_texts(prompts, answer_protocol)
         check_fit(
             tokenizer,
             self.prompts,
@@ -340,7 +343,8 @@ class MemAgentWorkflow(RolloutWorkflow):
         tracker = stats_tracker.get(workflow_context.stat_scope())
         n_calls = sum(e.memory_turns + 1 for e in episodes)
         memory_turns = sum(e.memory_turns for e in episodes)
-        boxed = [extract_boxed(e.answer) for e in episodes]
+        # The answer the protocol reads (a box, or what follows "the answer is").
+        boxed = [extract_answer(e.answer, self.answer_protocol) for e in episodes]
         preds = [b or "" for b in boxed]
         stats = {
             "reward": float(np.mean(rewards)),
