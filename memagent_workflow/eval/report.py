@@ -146,16 +146,18 @@ def plot_accuracy(
     if ours:
         xs = [x for x, _ in ours]
         label = meta.get("label") or "this run"
-        ax.errorbar(
+        ys = [r[f"sub_em{h}"] for _, r in ours]
+        ax.plot(
             xs,
-            [r[f"sub_em{h}"] for _, r in ours],
-            yerr=[r.get(f"sub_em{h}_std") or 0.0 for _, r in ours],
+            ys,
             marker="o",
             lw=2.5,
             color="black",
-            capsize=3,
             label=f"{label} (mean, {h_label})",
         )
+        stds = [r.get(f"sub_em{h}_std") or 0.0 for _, r in ours]
+        if any(stds):  # std across repeats
+            ax.errorbar(xs, ys, yerr=stds, fmt="none", ecolor="black", capsize=3)
         if any((r.get("repeats") or 1) > 1 for _, r in ours):
             ax.plot(
                 xs,

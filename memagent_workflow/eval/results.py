@@ -251,6 +251,7 @@ def summarize_length(
     ``(id, repeat)`` of ``expected_ids`` x ``n_samples`` with no record at all
     are ``missing``.
     """
+    records = {sample_key(r): r for r in records.values()}
     if expected_ids is not None:
         wanted = {(str(i), k) for i in expected_ids for k in range(n_samples)}
         records = {i: r for i, r in records.items() if i in wanted}
