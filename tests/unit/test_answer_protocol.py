@@ -274,3 +274,53 @@ def test_unknown_protocol_is_refused():
         extract_answer("x", "json")
     with pytest.raises(ValueError, match="answer_protocol"):
         reward_function("original", "json")
+
+
+# ------------------------------------------------------------ in the workflow
+
+
+def test_answer_is_training_asks_for_and_rewards_the_answer_is_form(tiny_model_dir):
+    """The protocol reaches the final prompt, the reward and the logged metrics."""
+    import asyncio
+
+    from areal.api.cli_args import GenerationHyperparameters
+    from areal.utils import stats_tracker
+
+    from memagent_workflow.workflow import MemAgentWorkflow, load_tokenizer
+    from tests.fakes import FakeEngine
+
+    tokenizer = load_tokenizer(str(tiny_model_dir))
+    right = {0, 2}
+
+    def answer(ep):  # a box is no answer under answer_is
+        return (
+            "Therefore, the answer is River 7." if ep in right else "\\boxed{river 7}"
+        )
+
+    engine = FakeEngine(tokenizer, answer)
+    wf = MemAgentWorkflow(
+        gconfig=GenerationHyperparameters(max_tokens=4096),
+        tokenizer=tokenizer,
+        chunk_tokens=40,
+        max_memory_tokens=16,
+        max_final_tokens=FakeEngine.final_budget,
+        group_size=4,
+        engine_retry_s=0,
+        answer_protocol="answer_is",
+    )
+    item = {
+        "id": "q",
+        "question": "Which river?",
+        "context": "The river 7 flows north. " * 20,
+        "answers": ["river 7"],
+    }
+    stats_tracker.get("rollout").export(reset=True)
+    rows = asyncio.run(wf.arun_episode(engine, item))
+    doc = asyncio.run(wf.read_document(item))
+    prompt = tokenizer.decode(doc.final_prompt.build([]).tolist())
+    assert "Therefore, the answer is" in prompt and "\\boxed" not in prompt
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/reward"] == pytest.approx(0.5)  # episodes 0 and 2
+    assert stats["rollout/memagent/final_boxed"] == pytest.approx(0.5)  # answer found
+    advantages = {round(float(a), 6) for a in rows["rewards"]}
+    assert advantages == {0.5, -0.5}  # R - mean(R), on every row of an episode
