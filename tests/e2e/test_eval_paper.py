@@ -133,6 +133,12 @@ def test_the_doc_command_is_the_preset_with_a_prompts_file():
     assert "eval.preset=paper" in cmd
     assert (REPO / "prompts" / "answer_is_example.yaml").is_file()
     assert "memagent.prompts=prompts/answer_is_example.yaml" in cmd
+    # the shipped sample output was written by this same command
+    sample = (REPO / "docs" / "cpu_eval_sample" / "README.md").read_text()
+    (block,) = re.findall(r"```bash\n(.*?)```", sample, re.S)
+    assert shlex.split(block) == cmd
+    meta = json.loads((REPO / "docs" / "cpu_eval_sample" / "summary.json").read_text())
+    assert (meta["meta"]["preset"], meta["meta"]["n_samples"]) == ("paper", 2)
 
 
 def test_every_sample_and_repeat_once_and_the_earlier_one_kept(paper_run):
