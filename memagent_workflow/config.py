@@ -70,6 +70,17 @@ class MemAgentConfig:
             "choices": ["boxed", "answer_is"],
         },
     )
+    prompt_build: str = field(
+        default="tokens",
+        metadata={
+            "help": "How a turn's prompt is encoded: 'tokens' (template pieces, the "
+            "question, the memory's and the chunk's ids put together, as the "
+            "original's training does) or 'text' (the whole message encoded from "
+            "text each turn, chunk and memory decoded, as the original's evaluation "
+            "script's server did).",
+            "choices": ["tokens", "text"],
+        },
+    )
     prompts: str | None = field(
         default=None,
         metadata={
@@ -110,6 +121,10 @@ class MemAgentConfig:
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
         reward_function(self.reward, self.answer_protocol)  # raises on bad names
+        if self.prompt_build not in ("tokens", "text"):
+            raise ValueError(
+                f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
+            )
         if self.valid_group_size < 1:
             raise ValueError(
                 f"memagent.valid_group_size must be >= 1, got {self.valid_group_size}"

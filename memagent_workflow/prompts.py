@@ -91,11 +91,29 @@ class PromptTexts:
     final_answer: str = FINAL_ANSWER_PROMPT
     source: str = "built-in"
 
-    def memory_template(self, tokenizer, question: str) -> PromptTemplate:
+    def memory_template(self, tokenizer, question: str, build: str = "tokens"):
+        """The memory-turn prompt for ``question``: token pieces (``tokens``, the
+        original's training) or text encoded whole each turn (``text``, the
+        original's evaluation script; ``text_prompts.py``)."""
+        if _text(build):
+            from memagent_workflow.text_prompts import text_template
+
+            return text_template(tokenizer, question, self.memory_update, True)
         return memory_update_template(tokenizer, question, self.memory_update)
 
-    def final_template(self, tokenizer, question: str) -> PromptTemplate:
+    def final_template(self, tokenizer, question: str, build: str = "tokens"):
+        """The final-turn prompt for ``question`` (``build`` as above)."""
+        if _text(build):
+            from memagent_workflow.text_prompts import text_template
+
+            return text_template(tokenizer, question, self.final_answer, False)
         return final_answer_template(tokenizer, question, self.final_answer)
+
+
+def _text(build: str) -> bool:
+    if build not in ("tokens", "text"):
+        raise ValueError(f"memagent.prompt_build={build!r}: choose tokens or text")
+    return build == "text"
 
 
 def builtin_prompts(protocol: str = "boxed") -> PromptTexts:
@@ -159,7 +177,7 @@ class PromptTemplate:
         )
 
 
-def _split_once(text: str, slot: str) -> tuple[str, str]:
+def split_once(text: str, slot: str) -> tuple[str, str]:
     parts = text.split(slot)
     if len(parts) != 2:
         raise ValueError(
@@ -189,8 +207,8 @@ def memory_update_template(
         template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
     )
     q = _encode(tokenizer, question)
-    before, rest = _split_once(text, MEMORY_SLOT)
-    middle, after = _split_once(rest, CHUNK_SLOT)
+    before, rest = split_once(text, MEMORY_SLOT)
+    middle, after = split_once(rest, CHUNK_SLOT)
     return PromptTemplate(
         before_memory=_pieces(tokenizer, before, q),
         after_memory=_pieces(tokenizer, middle, q),
@@ -206,7 +224,7 @@ def final_answer_template(
         tokenizer, template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT)
     )
     q = _encode(tokenizer, question)
-    before, after = _split_once(text, MEMORY_SLOT)
+    before, after = split_once(text, MEMORY_SLOT)
     return PromptTemplate(
         before_memory=_pieces(tokenizer, before, q),
         after_memory=_pieces(tokenizer, after, q),

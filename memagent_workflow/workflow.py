@@ -76,11 +76,13 @@ class MemAgentWorkflow(RolloutWorkflow):
         reward: str = "original",
         prompts: PromptTexts | dict[str, str] | str | None = None,
         answer_protocol: str = "boxed",
+        prompt_build: str = "tokens",
     ):
         """``prompts``: template texts (as ``workflow_kwargs`` passes them), a
         prompts file, or None for the built-in wording; ``reward``: a name in
         ``memagent_workflow.reward.REWARDS``; ``answer_protocol``: ``boxed`` or
-        ``answer_is`` (the final answer's form, its extraction and reward)."""
+        ``answer_is`` (the final answer's form, its extraction and reward);
+        ``prompt_build``: ``tokens`` or ``text`` (see ``PromptTexts``)."""
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
         for name, value in [
@@ -120,6 +122,11 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.vocab_limit = vocab_size(tokenizer)
         self.reward_fn = reward_function(reward, answer_protocol)
         self.answer_protocol = answer_protocol
+        if prompt_build not in ("tokens", "text"):
+            raise ValueError(
+                f"prompt_build must be tokens or text, got {prompt_build!r}"
+            )
+        self.prompt_build = prompt_build
         self.prompts = as_prompt_texts(prompts, answer_protocol)
         check_fit(
             tokenizer,
@@ -198,8 +205,12 @@ class MemAgentWorkflow(RolloutWorkflow):
             chunks=chunks,
             context_tokens=len(ids),
             truncated_tokens=truncated,
-            memory_prompt=self.prompts.memory_template(self.tokenizer, question),
-            final_prompt=self.prompts.final_template(self.tokenizer, question),
+            memory_prompt=self.prompts.memory_template(
+                self.tokenizer, question, self.prompt_build
+            ),
+            final_prompt=self.prompts.final_template(
+                self.tokenizer, question, self.prompt_build
+            ),
         )
 
     # --------------------------------------------------------------- one episode

@@ -13,6 +13,7 @@ PAPER = {
     "lengths": list(OFFICIAL_LENGTHS),  # 50 ... 25600 documents: 7K ... 3.5M tokens
     "headline": "non_failed",  # the original drops failed requests
     "answer_protocol": "answer_is",  # "Therefore, the answer is ..."
+    "prompt_build": "text",  # messages sent as text, encoded whole by the server
     "temperature": 0.7,
     "top_p": 0.95,
 }
@@ -123,3 +124,4 @@ class MemAgentEvalConfig(MemAgentGRPOConfig):
             self.eval.preset == "paper"
         ):  # what the preset decides; checks.check_preset refuses the rest
             self.memagent.answer_protocol = PAPER["answer_protocol"]
+            self.memagent.prompt_build = PAPER["prompt_build"]

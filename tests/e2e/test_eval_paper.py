@@ -52,10 +52,12 @@ def test_the_preset_sets_the_papers_protocol(tmp_path):
     assert cfg.eval.lengths == list(OFFICIAL_LENGTHS)  # 50 ... 25600 documents
     assert cfg.eval.headline == "non_failed" and cfg.eval.n_samples == 1
     assert cfg.memagent.answer_protocol == "answer_is"
+    assert cfg.memagent.prompt_build == "text"  # as the original's eval sent them
     assert (cfg.gconfig.temperature, cfg.gconfig.top_p) == (0.7, 0.95)
     plain = load(tmp_path, "config_eval.yaml")
     assert plain.eval.lengths == [50, 100, 200, 400, 800, 1600, 3200, 6400]
     assert plain.eval.headline == "all" and plain.memagent.answer_protocol == "boxed"
+    assert plain.memagent.prompt_build == "tokens"
     small = load(tmp_path, "config_eval.yaml", "eval.preset=paper", "eval.lengths=[50]")
     assert small.eval.lengths == [50]
 
@@ -158,6 +160,7 @@ def test_every_sample_and_repeat_once_and_the_earlier_one_kept(paper_run):
     )
     config = json.loads((out / "run_config.json").read_text())
     assert config["memagent"]["answer_protocol"] == "answer_is"
+    assert config["memagent"]["prompt_build"] == "text"
     assert "Therefore, the answer is" in config["memagent"]["prompts"]["final_answer"]
 
 

@@ -165,3 +165,49 @@ def test_a_question_ending_in_a_question_mark_is_not_merged(qwen, pieces):
     after = ids[starts[0] + len(q) :].tolist()
     piece = ids_of(qwen, "\n</question>\n\n<memory>\n")  # the built-in wording
     assert after[: len(piece)] == piece
+
+
+def reference_text_prompt(tokenizer, template: str, **texts) -> list[int]:
+    """The original's evaluation script: the message formatted as text (question
+    stripped, chunk decoded, memory as text), the server encoding it whole."""
+    chat = tokenizer.apply_chat_template(
+        [{"role": "user", "content": template.format(**texts)}],
+        add_generation_prompt=True,
+        tokenize=False,
+    )
+    return tokenizer.encode(chat, add_special_tokens=False)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_text_build_gives_the_original_eval_prompts_token_for_token(
+    qwen, tmp_path, pieces, question
+):
+    path = tmp_path / "eval.yaml"
+    path.write_text(FILE_EVAL)
+    texts = load_prompts(path)
+    memory_tpl = texts.memory_template(qwen, question, "text")
+    final_tpl = texts.final_template(qwen, question, "text")
+    chunk = pieces["chunk"]
+    for memory in pieces["memories"]:
+        shown = {"prompt": question.strip(), "memory": qwen.decode(memory)}
+        got = memory_tpl.build(memory, chunk).tolist()
+        assert got == reference_text_prompt(
+            qwen, MEMORY, chunk=qwen.decode(chunk), **shown
+        )
+        assert final_tpl.build(memory).tolist() == reference_text_prompt(
+            qwen, FINAL_EVAL, **shown
+        )
+    if question == QUESTIONS[0]:  # "?" then a newline: one token only in text
+        tokens = texts.final_template(qwen, question).build(pieces["memories"][0])
+        assert final_tpl.build(pieces["memories"][0]).tolist() != tokens.tolist()
+
+
+def test_text_build_reads_the_memory_after_its_think_tag(qwen):
+    texts = load_prompts(None)
+    tpl = texts.final_template(qwen, "Who?", "text")
+    memory = ids_of(qwen, "scratch work</think>  Alder lives in Brenna")
+    shown = qwen.decode(tpl.build(memory).tolist())
+    assert "<memory>\nAlder lives in Brenna\n</memory>" in shown
+    assert "scratch work" not in shown
+    with pytest.raises(ValueError, match="prompt_build"):
+        texts.final_template(qwen, "Who?", "bytes")
