@@ -260,6 +260,7 @@ def write_summary(
         "answer_protocol": mem.answer_protocol,
         "n_samples": ev.n_samples,
         "headline": ev.headline,
+        "prompt_build": mem.prompt_build,
         "protocol": (
             f"RULER-HQA{' (preset: ' + ev.preset + ')' if ev.preset else ''}, "
             f"{ev.n_samples} sample(s) per question, {answer}, sub-EM against the "
@@ -267,7 +268,8 @@ def write_summary(
             f"{g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
             f"max_chunks {mem.max_chunks or 'none'}, "
-            f"prompts {load_prompts(mem.prompts, mem.answer_protocol).source}"
+            f"prompts {load_prompts(mem.prompts, mem.answer_protocol).source} "
+            f"(encoded as {mem.prompt_build})"
         ),
     }
     summary = results.summarize(
