@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memagent_workflow.config import MemAgentGRPOConfig
+from memagent_workflow.config import MemAgentGRPOConfig, RunConfig
 from memagent_workflow.eval.sets import DEFAULT_LENGTHS, OFFICIAL_LENGTHS
 
 # eval.preset=paper: the protocol behind the MemAgent paper's RULER-HQA table
@@ -113,15 +113,32 @@ class EvalConfig:
 
 
 @dataclass
+class EvalRunConfig(RunConfig):
+    """``run:`` of an eval config: its config class and its inference setup."""
+
+    config: str = field(
+        default="memagent_workflow.eval.config.MemAgentEvalConfig",
+        metadata={"help": "Config class that parses this file (read before parsing)."},
+    )
+    inference: str = field(
+        default="memagent_workflow.eval.engine.ClusterInference",
+        metadata={
+            "help": "Class (a ClusterInference) that prepares the model and data "
+            "and provides the servers or the scheduler's surroundings."
+        },
+    )
+
+
+@dataclass
 class MemAgentEvalConfig(MemAgentGRPOConfig):
     """The training config plus ``eval:``; the train-only sections keep defaults."""
 
     eval: EvalConfig = field(default_factory=EvalConfig)
+    run: EvalRunConfig = field(default_factory=EvalRunConfig)
 
     def __post_init__(self):
         super().__post_init__()
-        if (
-            self.eval.preset == "paper"
-        ):  # what the preset decides; checks.check_preset refuses the rest
+        # What the preset decides; checks.check_preset refuses the rest.
+        if self.eval.preset == "paper":
             self.memagent.answer_protocol = PAPER["answer_protocol"]
             self.memagent.prompt_build = PAPER["prompt_build"]
