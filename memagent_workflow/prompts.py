@@ -20,8 +20,11 @@ tokenised document): token in, token out, no decode/re-encode drift.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+from memagent_workflow.reward import after_think
 
 QUESTION_SLOT = "\u2063MEMAGENT_QUESTION_SLOT\u2063"
 MEMORY_SLOT = "\u2063MEMAGENT_MEMORY_SLOT\u2063"
@@ -94,18 +97,14 @@ class PromptTexts:
     def memory_template(self, tokenizer, question: str, build: str = "tokens"):
         """The memory-turn prompt for ``question``: token pieces (``tokens``, the
         original's training) or text encoded whole each turn (``text``, the
-        original's evaluation script; ``text_prompts.py``)."""
+        original's evaluation script; ``TextPromptTemplate``)."""
         if _text(build):
-            from memagent_workflow.text_prompts import text_template
-
             return text_template(tokenizer, question, self.memory_update, True)
         return memory_update_template(tokenizer, question, self.memory_update)
 
     def final_template(self, tokenizer, question: str, build: str = "tokens"):
         """The final-turn prompt for ``question`` (``build`` as above)."""
         if _text(build):
-            from memagent_workflow.text_prompts import text_template
-
             return text_template(tokenizer, question, self.final_answer, False)
         return final_answer_template(tokenizer, question, self.final_answer)
 
@@ -229,3 +228,59 @@ def final_answer_template(
         before_memory=_pieces(tokenizer, before, q),
         after_memory=_pieces(tokenizer, after, q),
     )
+
+
+# ------------------------------------------------- prompts rebuilt from text
+# The original's evaluation script (taskutils/memory_eval/utils/recurrent.py)
+# formats each turn's message as text -- the question stripped, the chunk
+# decoded from its token slice, the memory as the previous answer's text (after
+# its last </think>) -- and its server encodes the chat whole, so text merges
+# across those boundaries (a question ending in "?" before a newline is one
+# token with it). memagent.prompt_build=text does the same (the paper preset).
+
+
+@dataclass(frozen=True)
+class TextPromptTemplate:
+    """A rendered chat cut at its memory (and chunk) slot; encoded whole per turn."""
+
+    tokenizer: Any
+    before_memory: str
+    after_memory: str
+    after_chunk: str | None = None
+
+    def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
+        """Prompt ids for the given memory (and chunk, for memory turns)."""
+        memory = after_think(
+            self.tokenizer.decode(memory_ids, skip_special_tokens=True)
+        )
+        text = self.before_memory + memory + self.after_memory
+        if self.after_chunk is not None:
+            if chunk_ids is None:
+                raise ValueError("a memory-update prompt needs a chunk")
+            text += self.tokenizer.decode(chunk_ids) + self.after_chunk
+        elif chunk_ids is not None:
+            raise ValueError("the final-answer prompt takes no chunk")
+        ids = self.tokenizer.encode(text, add_special_tokens=False)
+        return np.asarray(ids, dtype=np.int32)
+
+    @property
+    def overhead(self) -> int:
+        """Prompt tokens besides the memory and the chunk (encoded without them)."""
+        text = self.before_memory + self.after_memory + (self.after_chunk or "")
+        return len(self.tokenizer.encode(text, add_special_tokens=False))
+
+
+def text_template(
+    tokenizer, question: str, template: str, with_chunk: bool
+) -> TextPromptTemplate:
+    """The chat text of ``template`` for ``question`` (stripped, as the original's
+    evaluation reads it), cut at the memory and chunk slots."""
+    slots = {"question": question.strip(), "memory": MEMORY_SLOT}
+    if with_chunk:
+        slots["chunk"] = CHUNK_SLOT
+    text = render_chat(tokenizer, template.format(**slots))
+    before, rest = split_once(text, MEMORY_SLOT)
+    if not with_chunk:
+        return TextPromptTemplate(tokenizer, before, rest)
+    middle, after = split_once(rest, CHUNK_SLOT)
+    return TextPromptTemplate(tokenizer, before, middle, after)
