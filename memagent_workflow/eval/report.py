@@ -137,11 +137,14 @@ def plot_accuracy(
     for a, marker in zip(anchors_for_model(meta.get("model")), markers, strict=False):
         pts = [(PAPER_TOKENS[n], v) for n, v in a.values.items() if v is not None]
         ax.plot(*zip(*pts, strict=True), marker=marker, ls="--", lw=1, label=a.label)
-    ours = sorted(
-        (x, r)
-        for r in summary["lengths"]
-        if r.get(f"sub_em{h}") is not None
-        and (x := r["mean_context_tokens"] or PAPER_TOKENS.get(r["length"]))
+    ours = sorted(  # by x alone: two lengths may share it
+        [
+            (x, r)
+            for r in summary["lengths"]
+            if r.get(f"sub_em{h}") is not None
+            and (x := r["mean_context_tokens"] or PAPER_TOKENS.get(r["length"]))
+        ],
+        key=lambda p: p[0],
     )
     if ours:
         xs = [x for x, _ in ours]
