@@ -276,11 +276,10 @@ def main(argv: list[str]) -> None:
 def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
     if hasattr(config, "standin"):
-        from standin.cpu_job import ensure_synthetic_eval
-        from standin.tiny_model import build_tiny_model
+        from standin.cpu_job import build_model, ensure_synthetic_eval
 
         ensure_synthetic_eval(config)
-        build_tiny_model(config.actor.path, seed=config.standin.seed)
+        build_model(config)
     kwargs = check_workflow(config)
     ids, kinds = scan_lengths(config)
     out = prepare_output(config)

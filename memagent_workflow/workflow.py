@@ -72,6 +72,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         train_final_turn: bool = True,
         train_memory_turns: bool = True,
         initial_memory: str = "No previous memory",
+        wipe_memory: bool = False,
         engine_retry_s: float = 60.0,
         reward: str = "original",
         prompts: PromptTexts | dict[str, str] | str | None = None,
@@ -104,6 +105,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.train_final_turn = train_final_turn
         self.train_memory_turns = train_memory_turns
         self.engine_retry_s = engine_retry_s
+        self.wipe_memory = wipe_memory  # an ablation: memory never carries
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=max_memory_tokens
         )
@@ -225,6 +227,8 @@ class MemAgentWorkflow(RolloutWorkflow):
                 trainable=self.train_memory_turns,
             )
             memory = self.next_memory(turn, ep)
+            if self.wipe_memory:
+                memory = self.initial_memory
             self.account(ep, turn, keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(
