@@ -38,7 +38,10 @@ SEEDS = (0, 1, 2)
 # name -> (workflow import path or None, extra overrides); both on seed 0's model
 CONTROLS = {
     "shuffled": (SHUFFLED, ()),
-    "no_memory_rows": (None, ("memagent.train_memory_turns=false",)),
+    "no_memory_rows": (
+        None,
+        ("memagent.train_memory_turns=false", "memagent.train_final_turn=true"),
+    ),
 }
 TARGET = 0.90  # held-out accuracy every seed must reach
 CONTROL_MARGIN = 0.10  # a control's final accuracy must stay within chance + this

@@ -36,7 +36,9 @@ def last_checkpoint(config: StandinGRPOConfig) -> Path:
     """The HF checkpoint of the run's last saved step."""
     s = config.saver
     root = Path(Saver.get_model_save_root(s.experiment_name, s.trial_name, s.fileroot))
-    saved = [(int(m.group(1)), p) for p in root.iterdir() if (m := _STEP.search(p.name))]
+    saved = [
+        (int(m.group(1)), p) for p in root.iterdir() if (m := _STEP.search(p.name))
+    ]
     if not saved:
         raise FileNotFoundError(f"no HF checkpoint under {root} (saver.freq_steps?)")
     return max(saved)[1]
@@ -88,7 +90,8 @@ def run_length_eval(config: StandinGRPOConfig) -> dict[str, Any]:
         logger.info(f"length eval, {label} ({model}) at {lengths} chunks ...")
         run_eval(
             [
-                "--config", cfg.length_eval_config,
+                "--config",
+                cfg.length_eval_config,
                 f"actor.path={model}",
                 f"eval.output_dir={out}",
                 f"eval.data_root={work / 'data'}",

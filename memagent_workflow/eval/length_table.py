@@ -37,9 +37,7 @@ def accuracy_by_length(output_dir: str | os.PathLike) -> dict[int, float | None]
     }
 
 
-def length_table(
-    rows: dict[str, str | os.PathLike], **extra: Any
-) -> dict[str, Any]:
+def length_table(rows: dict[str, str | os.PathLike], **extra: Any) -> dict[str, Any]:
     """``{"chunks": [...], label: [accuracy or None, ...], **extra}`` over the
     union of the rows' lengths."""
     measured = {label: accuracy_by_length(d) for label, d in rows.items()}
@@ -88,9 +86,11 @@ def plot_length_table(
 
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     for label in row_labels(table):
-        points = [(n, v) for n, v in zip(table["chunks"], table[label]) if v is not None]
-        if points:
-            ax.plot(*zip(*points), marker="o", label=label.replace("_", " "))
+        pairs = zip(table["chunks"], table[label], strict=True)
+        xs = [n for n, v in pairs if v is not None]
+        ys = [v for v in table[label] if v is not None]
+        if xs:
+            ax.plot(xs, ys, marker="o", label=label.replace("_", " "))
     if chance is not None:
         ax.axhline(chance, color="grey", linestyle=":", label="chance")
     if train_chunks is not None:

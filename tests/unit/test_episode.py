@@ -173,7 +173,9 @@ def test_the_eval_workflow_runs_the_same_episode(tokenizer, doc_ids):
 def test_wipe_memory_gives_every_turn_the_initial_memory(tokenizer, doc_ids):
     # The ablation: the memory written is never read, the final turn included.
     chunks = [doc_ids[i : i + CHUNK] for i in range(0, len(doc_ids), CHUNK)]
-    _, engine, script = run_group(tokenizer, len(chunks), group_size=1, wipe_memory=True)
+    _, engine, script = run_group(
+        tokenizer, len(chunks), group_size=1, wipe_memory=True
+    )
     calls = engine.episode_calls(0)
     mem = memory_update_template(tokenizer, QUESTION)
     fin = final_answer_template(tokenizer, QUESTION)
