@@ -57,13 +57,14 @@ def config_value(dotted: str, path: Path = CONFIG) -> Any:
     return value
 
 
-def build_model(model_dir: Path, seed: int) -> Path:
-    """The warm-started needle model of ``seed``, as the CPU job builds it."""
+def build_model(model_dir: Path, seed: int, overrides: tuple[str, ...] = ()) -> Path:
+    """The warm-started needle model of ``seed``, as the CPU job builds it
+    (``overrides``: config keys, e.g. another task)."""
     from examples.train import load_config
     from standin.cpu_job import build_model as build
 
     argv = ["--config", str(CONFIG), f"standin.seed={seed}", f"actor.path={model_dir}"]
-    build(load_config(argv))
+    build(load_config([*argv, *overrides]))
     return model_dir
 
 

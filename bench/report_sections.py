@@ -233,8 +233,8 @@ def length(r: dict[str, Any]) -> list[str]:
         for run in r["runs"]
     )
     return [
-        f"The CPU main job (`{c['file']}`) trained at {c['train_chunks']} chunks for "
-        f"{c['total_train_steps']} steps, then its own length eval through "
+        f"The CPU main job (`{c['file']}` with {', '.join(c['recipe'])}) trained at "
+        f"{c['train_chunks']} chunks, then its own length eval through "
         f"`examples/eval.py` on {c['eval_questions']} held-out questions per length: "
         f"the trained checkpoint, the warm start (the same model before RL) and the "
         f"trained checkpoint with `memagent.wipe_memory=true` (every turn given the "
