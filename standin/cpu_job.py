@@ -264,7 +264,9 @@ def synthetic_eval_set(cfg: StandinConfig, n_samples: int, n: int) -> list[dict]
     """``n_samples`` questions of ``eval_{n}.json``: ``n`` documents (two_hop) or
     ``n`` chunks (needle: held-out (name, code) pairs, never trained on)."""
     if cfg.task != "needle":
-        return make_synthetic(n_samples, seed=cfg.seed + n, num_docs=n)
+        # One seed for every length: the same question ids at each N, as the
+        # official sets share their question indices.
+        return make_synthetic(n_samples, seed=cfg.seed, num_docs=n)
     rows = make_needle(
         n_samples, cfg.seed + 7919 * n, n, cfg.needle_distractors, split="valid"
     )
