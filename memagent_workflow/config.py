@@ -53,6 +53,14 @@ class MemAgentConfig:
     initial_memory: str = field(
         default="No previous memory", metadata={"help": "Memory before turn 1."}
     )
+    wipe_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "An ablation: every turn, the final one included, is given the "
+            "initial memory instead of the one just written, so nothing read "
+            "reaches the answer through the memory."
+        },
+    )
     reward: str = field(
         default="original",
         metadata={

@@ -77,6 +77,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.train_final_turn = cfg.train_final_turn
         self.train_memory_turns = cfg.train_memory_turns
         self.engine_retry_s = cfg.engine_retry_s
+        self.wipe_memory = cfg.wipe_memory  # an ablation: memory never carries
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=cfg.max_memory_tokens
         )
@@ -203,6 +204,8 @@ class MemAgentWorkflow(RolloutWorkflow):
                 trainable=self.train_memory_turns,
             )
             memory = self.next_memory(turn, ep)
+            if self.wipe_memory:
+                memory = self.initial_memory
             ep.add_turn(turn, keep=keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(
