@@ -10,7 +10,15 @@ from typing import Any
 from bench import report_loop, report_sections
 from bench.report_sections import ratio_cell, status_cell
 
-FILES = ("overhead", "async_vs_lockstep", "replay", "loop", "scaling", "learning")
+FILES = (
+    "overhead",
+    "async_vs_lockstep",
+    "replay",
+    "loop",
+    "scaling",
+    "learning",
+    "length",
+)
 TITLES = {
     "overhead": "1. Driver overhead per turn",
     "async_vs_lockstep": "2. Async (AReaL) vs small-batch lockstep rollout, measured",
@@ -18,6 +26,7 @@ TITLES = {
     "loop": "4. The training loop: AReaL's asynchrony vs the original's schedule",
     "scaling": "5. Scaling in context length",
     "learning": "6. Learning: GRPO through the real stack, and two controls",
+    "length": "7. Length: trained on short documents, read at up to 256 chunks",
 }
 PLOT = "loop.png"
 PREVIOUS = "loop.previous.json"  # the loop result a new run replaced (run.py)
@@ -41,6 +50,7 @@ RENDER = {
     "replay": report_loop.replay,
     "scaling": report_sections.scaling,
     "learning": report_sections.learning,
+    "length": report_sections.length,
 }
 
 

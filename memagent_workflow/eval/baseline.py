@@ -9,13 +9,15 @@ tokens cut are recorded per sample (``cut_tokens``). Unlike the original's
 baseline script, which cut the whole prompt, only the context is cut, so the
 instruction and question always survive. ``no_context`` asks the question with
 no document: the control the original used to pick RULER-HQA's questions.
-Both answer in ``\\boxed{}`` and are scored like MemAgent's final turn.
+Both answer as ``memagent.answer_protocol`` asks (``\\boxed{}``, or after "the
+answer is") and are scored like MemAgent's final turn.
 """
 
 from __future__ import annotations
 
 import time
 import uuid
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -30,30 +32,40 @@ from memagent_workflow.prompts import CHUNK_SLOT, render_chat
 
 logger = logging.getLogger("MemAgentEval")
 
+# How each answer protocol (memagent.answer_protocol) asks for the answer; the
+# same wording as the built-in final prompts (prompts.py).
+_ASK = {
+    "boxed": "You may reason briefly first; put the final answer, and nothing "
+    "else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.",
+    "answer_is": "You may reason briefly first; end your response with "
+    '"Therefore, the answer is (your answer)".',
+}
+
 FULL_CONTEXT_PROMPT = """\
-Read the document below, then answer the question that follows it. You may \
-reason briefly first; put the final answer, and nothing else, inside \
-\\boxed{{}}, e.g. \\boxed{{Paris}}.
+Read the document below, then answer the question that follows it. {ask}
 
 <document>
-{context}
+{{context}}
 </document>
 
 <question>
-{question}
+{{question}}
 </question>
 
 Answer:"""
 
 NO_CONTEXT_PROMPT = """\
-Answer the question below. You may reason briefly first; put the final answer, \
-and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.
+Answer the question below. {ask}
 
 <question>
-{question}
+{{question}}
 </question>
 
 Answer:"""
+
+#: The baselines' prompt templates per answer protocol, keyed like ``_ASK``.
+FULL_CONTEXT_PROMPTS = {p: FULL_CONTEXT_PROMPT.format(ask=a) for p, a in _ASK.items()}
+NO_CONTEXT_PROMPTS = {p: NO_CONTEXT_PROMPT.format(ask=a) for p, a in _ASK.items()}
 
 WORKFLOWS = {
     "memagent": "memagent_workflow.eval.workflow.MemAgentEvalWorkflow",
@@ -103,12 +115,15 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
         """Prompt ids, the context's tokens and the tokens cut from it."""
         if self.mode == "no_context":
             text = render_chat(
-                self.tokenizer, NO_CONTEXT_PROMPT.format(question=question)
+                self.tokenizer,
+                NO_CONTEXT_PROMPTS[self.answer_protocol].format(question=question),
             )
             return self._encode(text), 0, 0
         text = render_chat(
             self.tokenizer,
-            FULL_CONTEXT_PROMPT.format(question=question, context=CHUNK_SLOT),
+            FULL_CONTEXT_PROMPTS[self.answer_protocol].format(
+                question=question, context=CHUNK_SLOT
+            ),
         )
         before, after = text.split(CHUNK_SLOT)
         before_ids, after_ids = self._encode(before), self._encode(after)
@@ -125,14 +140,15 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any]:
-        sample_id, answers = _id_and_answers(data)
+        sample_id, answers, repeat = _id_and_answers(data)
+        record = partial(self._record, repeat=repeat)
         start = time.perf_counter()
         context_tokens = cut = None
         try:
             _, question, context, answers = parse_item(data)
             prompt, context_tokens, cut = await self.build_prompt(question, context)
         except Exception as exc:  # malformed sample or no room: retrying will not help
-            return self._record(
+            return record(
                 sample_id, answers, None, context_tokens, cut, error=_why(exc)
             )
         error = "no attempt made"
@@ -152,7 +168,7 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
             answer = self.tokenizer.decode(
                 self.strip_stop(turn.output_ids), skip_special_tokens=True
             )
-            return self._record(
+            return record(
                 sample_id,
                 answers,
                 answer,
@@ -161,7 +177,7 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
                 output_tokens=len(turn.output_ids),
                 latency_s=time.perf_counter() - start,
             )
-        return self._record(
+        return record(
             sample_id,
             answers,
             None,
@@ -179,6 +195,7 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
             sample_id,
             answers,
             prediction,
+            protocol=self.answer_protocol,
             n_chunks=n_chunks,
             context_tokens=context_tokens,
             **kw,

@@ -105,9 +105,11 @@ def summarize(
     output_dir: str | Path,
     expected: dict[Target, list[str]],
     meta: dict[str, Any],
+    n_samples: int = 1,
 ) -> dict[str, Any]:
     """``summary.json``: ``lengths`` (RULER-HQA rows, every mode) and ``ruler``
-    (RULER task rows); each row carries ``task`` and ``mode``."""
+    (RULER task rows); each row carries ``task`` and ``mode``. ``expected``:
+    ids per target, each sampled ``n_samples`` times."""
     timing = results.read_timing(output_dir)
     every = sorted(set(present(output_dir)) | set(expected), key=_order)
     hqa, ruler = [], []
@@ -120,9 +122,9 @@ def summarize(
         ]
         records = results.read_records(t.results_file(output_dir))
         ids = expected.get(t)
-        row = results.summarize_length(t.length, records, ids, seg)
+        row = results.summarize_length(t.length, records, ids, seg, n_samples)
         if ids is not None:
-            wanted = set(ids)
+            wanted = {(str(i), k) for i in ids for k in range(n_samples)}
             records = {i: r for i, r in records.items() if i in wanted}
         recs = list(records.values())
         row.update(task=t.task, mode=t.mode)

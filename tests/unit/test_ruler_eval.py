@@ -131,7 +131,10 @@ def test_summary_rows_by_task_and_mode_with_cuts(tmp_path):
     assert "| full_context | 50 | 2 | 0 | 50.00 |" in text
     assert "| NIAH average, RL-MemAgent-14B (paper) | memagent | - | 98.18 |" in text
     # MemAgent's own RULER-HQA table holds no baseline row
-    assert "| **this run** (all) |  |" in text
+    assert "| **this run** | | mean (all) |  |" in text
+    # two samples per question: each (id, repeat) not on disk is missing
+    twice = targets.summarize(tmp_path, {vt: ["a", "b", "c", "d"]}, {}, n_samples=2)
+    assert (twice["ruler"][0]["n"], twice["ruler"][0]["missing"]) == (3, 5)
 
 
 def test_centre_cut_keeps_the_head_and_the_tail():

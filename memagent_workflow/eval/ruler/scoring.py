@@ -3,7 +3,8 @@
 RULER scores a prediction by case-insensitive containment of the gold values:
 ``string_match_all`` is the fraction of gold values found (niah, vt, fwe),
 ``string_match_part`` is 1 if any is found (qa). Here the prediction is the
-answer the eval protocol extracts (the final turn's last ``\\boxed{}``); no
+answer the eval protocol extracts (``memagent.answer_protocol``: the final
+turn's last ``\\boxed{}``, or what follows "the answer is"); no
 extracted answer, or a failed sample, scores 0, as everywhere in this eval.
 """
 
@@ -32,7 +33,7 @@ METRICS = {ALL: string_match_all, PART: string_match_part}
 def score_record(record: dict[str, Any], task: str) -> dict[str, Any]:
     """``record`` with ``task``, ``metric`` and ``ruler_score`` (0..1) added."""
     metric = TASKS[task].metric
-    answer = record.get("boxed")
+    answer = record.get("extracted")
     ok = answer is not None and record.get("error") is None
     score = METRICS[metric](answer, record["answers"]) if ok else 0.0
     return {**record, "task": task, "metric": metric, "ruler_score": score}
