@@ -22,10 +22,11 @@ BENCHMARKS = {
     "loop": "bench.loop",
     "scaling": "bench.scaling",
     "learning": "bench.learning",
+    "actor": "bench.actor",
 }
 # Not in a --smoke run of everything: its toy version costs minutes, and
 # tests/e2e/test_learning.py runs the same train_run path for real.
-NOT_IN_SMOKE = ("learning",)
+NOT_IN_SMOKE = ("learning", "actor")
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
@@ -33,6 +34,7 @@ RESULT_NAMES = {
     "loop": "loop",
     "scaling": "scaling",
     "learning": "learning",
+    "actor": "actor",
 }
 
 

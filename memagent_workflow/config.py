@@ -89,6 +89,15 @@ class MemAgentConfig:
         },
     )
 
+    skip_tied_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep the rows of groups whose rewards all tie (advantage 0 on "
+            "every row) out of the actor's reference, proximal and training passes "
+            "(docs/performance.md). Tied groups are counted in steps.jsonl either way."
+        },
+    )
+
     def __post_init__(self):
         if not (self.train_memory_turns or self.train_final_turn):
             raise ValueError(
@@ -111,7 +120,7 @@ class MemAgentConfig:
 
 
 # Fields of MemAgentConfig read by the trainer script, not by the workflow.
-TRAINER_FIELDS = ("valid_group_size", "warmup_steps")
+TRAINER_FIELDS = ("valid_group_size", "warmup_steps", "skip_tied_groups")
 
 
 @dataclass
