@@ -22,9 +22,11 @@ import shutil
 import statistics
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from bench.learning import REPO, build_model, config_value, summarise, train_run
+from memagent_workflow.curve import read_steps
 
 SEEDS = (0, 1, 2)
 COMMON = ("scheduler.type=null",)  # one process: no workers, CPU time measurable
@@ -210,7 +212,7 @@ def targets(agg: dict[str, dict[str, Any]], smoke: bool) -> list[dict[str, Any]]
                 "metric": f"{name}: steps to {LEVEL} held-out accuracy (mean of seeds)",
                 "measured": f"{_fmt(mean)} ({cfg['reached']} of {n} seeds reach it)",
                 "target": f"within baseline's seeds, {lo}-{hi}",
-                "ratio": (mean / statistics.fmean([lo, hi])) if mean and lo else None,
+                "ratio": (mean / statistics.fmean([lo, hi])) if mean and lo else 0.0,
                 "pass": None if smoke else equal,
             }
         )
@@ -248,6 +250,24 @@ def run(smoke: bool = False) -> dict[str, Any]:
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(one, jobs))
+    return result(runs, time.perf_counter() - start, smoke)
+
+
+def collect(work: Path, smoke: bool = False) -> dict[str, Any]:
+    """The result from the runs found in ``work`` (e.g. of an interrupted
+    benchmark): each run's wall time is then its last step's ``elapsed_s``."""
+    runs = []
+    for name, seed, _ in _jobs(()):
+        found = list((work / f"{name}-s{seed}").rglob("steps.jsonl"))
+        if found:
+            steps = read_steps(found[0])
+            run = {"wall_s": steps[-1]["elapsed_s"], "steps": steps}
+            runs.append({**summarise(name, seed, run), **per_step(steps)})
+    return result(runs, sum(r["wall_s"] for r in runs) / 2, smoke)
+
+
+def result(runs: list[dict[str, Any]], wall_s: float, smoke: bool) -> dict[str, Any]:
+    """The benchmark's JSON result from its runs' summaries."""
     agg = aggregate(runs)
     return {
         "smoke": smoke,
@@ -261,6 +281,6 @@ def run(smoke: bool = False) -> dict[str, Any]:
         "runs": runs,
         "configs": agg,
         "cost_model": cost_model(),
-        "total_wall_s": round(time.perf_counter() - start, 1),
+        "total_wall_s": round(wall_s, 1),
         "targets": targets(agg, smoke),
     }
