@@ -6,7 +6,7 @@ in four configurations, three seeds each: ``baseline``; ``skip_tied``
 passes); ``loglinear`` (``actor.prox_logp_method=loglinear``: no proximal
 forward pass); ``both``. One more run on seed 0 with
 ``prox_logp_method=metrics`` measures how far the approximation is from the
-recomputed proximal log-probabilities. Runs go through ``bench.actor_run``,
+recomputed proximal log-probabilities. Runs use ``bench.actor_run``'s trainer,
 which times the actor's passes in CPU seconds of the computing thread beside
 AReaL's wall seconds; two runs at a time.
 
@@ -29,7 +29,8 @@ from bench.learning import REPO, build_model, config_value, summarise, train_run
 from memagent_workflow.curve import read_steps
 
 SEEDS = (0, 1, 2)
-COMMON = ("scheduler.type=null",)  # one process: no workers, CPU time measurable
+TIMED = "run.trainer=bench.actor_run.CpuTimedTrainer"  # CPU-timed passes
+COMMON = ("scheduler.type=null", TIMED)  # one process: CPU time is measurable
 CONFIGS = {
     "baseline": (),
     "skip_tied": ("memagent.skip_tied_groups=true",),
@@ -37,7 +38,6 @@ CONFIGS = {
     "both": ("memagent.skip_tied_groups=true", "actor.prox_logp_method=loglinear"),
 }
 METRICS = ("metrics", 0, ("actor.prox_logp_method=metrics",))  # name, seed, overrides
-ENTRY = ["-m", "bench.actor_run"]
 TARGET_SAVING = 0.30  # actor CPU seconds per step, both options vs baseline
 LEVEL = 0.9  # held-out accuracy whose steps are compared
 
@@ -240,7 +240,7 @@ def run(smoke: bool = False) -> dict[str, Any]:
             try:
                 run = train_run(
                     folder, models[seed], seed, trainer_seed=seed + 1,
-                    overrides=extra, entry=ENTRY, timeout=1200,
+                    overrides=extra, timeout=1200,
                 )  # fmt: skip
                 break
             except RuntimeError as exc:

@@ -1,6 +1,7 @@
-"""``examples/train.py`` with the actor's passes also timed in CPU seconds.
+"""The CPU run's trainer with the actor's passes also timed in CPU seconds.
 
-    uv run python -m bench.actor_run --config config_cpu.yaml scheduler.type=null …
+    uv run python examples/train.py --config config_cpu.yaml scheduler.type=null \\
+        run.trainer=bench.actor_run.CpuTimedTrainer …
 
 AReaL's ``timeperf/*`` stats are wall seconds, which other work on a shared
 machine inflates. In a one-process (SPMD) CPU run the actor computes on the
@@ -12,7 +13,6 @@ carries both in ``timing_s``. Used by benchmark 7 (``bench/actor.py``).
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,8 +20,8 @@ from typing import Any
 
 from areal.utils import stats_tracker
 
-from examples import train
 from standin.actor import StandinPPOActor
+from standin.trainer import StandinPPOTrainer
 
 
 @contextmanager
@@ -46,13 +46,7 @@ class CpuTimedActor(StandinPPOActor):
             super().ppo_update(*args, **kwargs)
 
 
-def main(argv: list[str]) -> None:
-    from standin.trainer import StandinPPOTrainer
+class CpuTimedTrainer(StandinPPOTrainer):
+    """The CPU run's trainer with `CpuTimedActor` (``run.trainer`` names it)."""
 
-    # The trainer's actor_cls is its extension point for the actor class.
-    StandinPPOTrainer.actor_cls = CpuTimedActor
-    train.main(argv)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
+    actor_cls: type = CpuTimedActor

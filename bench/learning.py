@@ -72,23 +72,20 @@ def train_run(
     workflow: str | None = None,
     overrides: tuple[str, ...] = (),
     timeout: float = 900,
-    entry: list[str] | None = None,
 ) -> dict[str, Any]:
     """One CPU main-job run in ``out``; returns its step lines and wall time.
 
     ``seed`` seeds the data (``standin.seed``; the model in ``model_dir`` must be
     built with it), ``trainer_seed`` AReaL and the server's sampling; runs at the
     same time need different ``trainer_seed`` (AReaL draws ports from it).
-    ``workflow``: another training workflow (``bench.learning_run``);
-    ``entry``: another entry point (python arguments before ``--config``).
+    ``workflow``: another training workflow (``bench.learning_run``).
     """
     out.mkdir(parents=True, exist_ok=True)
-    if entry is None:
-        entry = (
-            ["-m", "bench.learning_run", "--workflow", workflow]
-            if workflow
-            else ["examples/train.py"]
-        )
+    entry = (
+        ["-m", "bench.learning_run", "--workflow", workflow]
+        if workflow
+        else ["examples/train.py"]
+    )
     cmd = [
         sys.executable, *entry, "--config", str(CONFIG),
         f"seed={trainer_seed}", f"standin.seed={seed}", f"actor.path={model_dir}",
