@@ -10,13 +10,14 @@ from bench.report_sections import targets
 PASSES = ("recompute_logp", "train_step")
 
 
-def _cell(value: float | None, fmt: str = "{:.2f}") -> str:
-    return "never" if value is None else fmt.format(value)
+def _cell(value: float | None, fmt: str = "{:.2f}", missing: str = "–") -> str:
+    return missing if value is None else fmt.format(value)
 
 
-def _span(stat: dict[str, Any], fmt: str = "{:.2f}") -> str:
+def _span(stat: dict[str, Any], fmt: str = "{:.2f}", missing: str = "–") -> str:
+    """Mean (min-max) over the seeds; ``missing`` where no seed has a value."""
     if stat["mean"] is None:
-        return "never"
+        return missing
     if stat["n"] < 2:
         return fmt.format(stat["mean"])
     return (
@@ -38,8 +39,10 @@ def actor(r: dict[str, Any]) -> list[str]:
         )
         + f"|{_span(a['wall_actor_s'])}|{_span(a['rows_trained'], '{:.0f}')}"
         f"|{_span(a['tokens_trained'], '{:.0f}')}|{_span(a['tied_share'], '{:.0%}')}"
-        f"|{a['reached']} of {len(a['seeds'])}|{_span(a['step_to_0.9'], '{:.0f}')}"
-        f"|{_span(a['seconds_to_0.9'], '{:.0f}')}|{_span(a['final_eval'], '{:.3f}')}"
+        f"|{a['reached']} of {len(a['seeds'])}"
+        f"|{_span(a['step_to_0.9'], '{:.0f}', 'never')}"
+        f"|{_span(a['seconds_to_0.9'], '{:.0f}', 'never')}"
+        f"|{_span(a['final_eval'], '{:.3f}')}"
         for name, a in cfgs.items()
     ]
     runs = [
@@ -47,7 +50,8 @@ def actor(r: dict[str, Any]) -> list[str]:
         f"|{_cell(s['cpu_train_step_s'])}|{_cell(s['wall_recompute_logp_s'])}"
         f"|{_cell(s['wall_train_step_s'])}|{_cell(s['rows_trained'], '{:.0f}')}"
         f"|{_cell(s['tokens_trained'], '{:.0f}')}|{_cell(s['tied_share'], '{:.0%}')}"
-        f"|{_cell(s['step_to_0.9'], '{}')}|{_cell(s['seconds_to_0.9'], '{:.0f}')}"
+        f"|{_cell(s['step_to_0.9'], '{}', 'never')}"
+        f"|{_cell(s['seconds_to_0.9'], '{:.0f}', 'never')}"
         f"|{_cell(s['final_eval'], '{:.3f}')}|{s['wall_s']:.0f}"
         for s in r["runs"]
     ]
@@ -63,15 +67,16 @@ def actor(r: dict[str, Any]) -> list[str]:
         "thread, so other work on the machine does not inflate them) and in AReaL's "
         "wall seconds (`timeperf/*`); per-step means over steps 2 to the last (step 1 "
         "carries start-up work). The CPU run has no reference model (`kl_ctl: 0`), "
-        "so no reference pass. Seeds in parentheses: mean (min-max) over the seeds. "
+        "so no reference pass. Per configuration: mean (min-max) over the seeds; "
+        "– where there is no such pass. "
         f"{c['parallel_runs']} runs at a time; total {r['total_wall_s'] / 60:.1f} min.",
         "",
         *targets(r),
         *_table(
             "configuration|proximal pass CPU s/step|training pass CPU s/step"
             "|actor CPU s/step|vs baseline|actor wall s/step|rows trained/step"
-            "|tokens trained/step|groups tied|seeds reaching 0.9|steps to 0.9"
-            "|seconds to 0.9|final held-out acc.",
+            "|tokens trained/step|groups tied|seeds reaching 0.9"
+            "|steps to 0.9 (seeds reaching it)|seconds to 0.9|final held-out acc.",
             per_config,
         ),
         *_table(

@@ -86,11 +86,14 @@ def test_targets_compare_both_options_with_the_baseline_seeds():
     result = {t["metric"]: t for t in actor.targets(agg, smoke=False)}
     saving = result["actor CPU s per step, both options vs baseline"]
     assert saving["pass"] is True and "40% less" in saving["measured"]
-    assert result["skip_tied: steps to 0.9 held-out accuracy (mean of seeds)"]["pass"]
-    assert not result["loglinear: steps to 0.9 held-out accuracy (mean of seeds)"][
-        "pass"
-    ]
-    assert not result["both: steps to 0.9 held-out accuracy (mean of seeds)"]["pass"]
+    learned = {
+        name: result[f"{name}: steps to 0.9 held-out accuracy (median of seeds)"]
+        for name in ("skip_tied", "loglinear", "both")
+    }
+    assert learned["skip_tied"]["pass"]  # median 25 within 15-35
+    assert learned["loglinear"]["pass"]  # median 20: one seed never is allowed
+    assert learned["loglinear"]["measured"] == "20 (seeds: 20, never, 15)"
+    assert not learned["both"]["pass"]  # median 45, slower than any baseline seed
     report = {
         "config": {
             "file": "config_cpu.yaml",
