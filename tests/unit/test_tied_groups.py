@@ -2,7 +2,6 @@
 and every question of the batch still counted as trained."""
 
 import json
-import logging
 from types import SimpleNamespace
 
 import pytest
@@ -148,24 +147,23 @@ def test_skipped_groups_leave_the_actor_batch_but_their_questions_count_as_train
     assert released == ([] if spmd else [1, 2, 4])
 
 
-def test_the_counts_land_in_steps_jsonl_and_the_step_line(tmp_path, caplog):
+def test_the_counts_land_in_steps_jsonl_and_the_step_line(tmp_path, monkeypatch):
+    logged = []
+    monkeypatch.setattr(
+        "memagent_workflow.trainer.logger", SimpleNamespace(info=logged.append)
+    )
     t = trainer(skip=True, actor=Actor())
     t.steps_path = str(tmp_path / "steps.jsonl")
     stats_tracker.export_all(reset=True)
     t.actor.prepare_batch(ledger(), workflow=None)
     stats = stats_tracker.export_all(reset=True)  # what the actor exports
-    logger = logging.getLogger("MemAgentTrainer")
-    logger.addHandler(caplog.handler)
-    try:
-        t.report(step_line(stats, global_step=0, elapsed_s=1.0))
-    finally:
-        logger.removeHandler(caplog.handler)
+    t.report(step_line(stats, global_step=0, elapsed_s=1.0))
     line = json.loads((tmp_path / "steps.jsonl").read_text())
     assert line["groups"] == 6
     assert line["tied_groups"] == 3
     assert line["rows_tied"] == line["rows_skipped"] == 16
     assert line["tokens_skipped"] == 40
-    assert "3 of 6 groups tied, 16 rows skipped" in caplog.text
+    assert "3 of 6 groups tied, 16 rows skipped" in logged[-1]
 
 
 def test_a_step_without_counts_still_reports(tmp_path):
