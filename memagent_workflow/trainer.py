@@ -46,6 +46,7 @@ from memagent_workflow.recovery.ledger import (
     QuestionLedger,
     RolloutStalled,
 )
+from memagent_workflow.scheduler import MemAgentLocalScheduler
 from memagent_workflow.tied_groups import drop_tied_groups, step_counts
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -271,6 +272,12 @@ class MemAgentPPOTrainer(PPOTrainer):
             raise
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
+
+    def _init_scheduler(self) -> Any:
+        # Ports unique per run and a bounded worker start (two runs side by side).
+        if self.config.scheduler.type == "local":
+            return MemAgentLocalScheduler(exp_config=self.config)
+        return super()._init_scheduler()
 
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
         """A start-up that fails after the scheduler started workers (e.g. the
