@@ -108,6 +108,16 @@ class MemAgentConfig:
         },
     )
 
+    skip_tied_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep the rows of groups whose rewards all tie (advantage 0 on "
+            "every row) out of the actor's reference, proximal and training passes "
+            "(docs/performance.md). Tied groups are counted in steps.jsonl either way. "
+            "Read by the trainer; the workflow marks tied rows whatever its value."
+        },
+    )
+
     def __post_init__(self):
         for name in ("chunk_tokens", "max_memory_tokens", "max_final_tokens"):
             if getattr(self, name) < 1:

@@ -34,6 +34,7 @@ from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
 from memagent_workflow.rows import Turn, pad_rows
+from memagent_workflow.tied_groups import TIED_KEY, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -146,6 +147,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
         rows = await asyncio.to_thread(pad_rows, turns, row_advantages)
+        rows[TIED_KEY] = tied_flags(len(turns), row_advantages)  # tied_groups.py
         if INDEX_KEY in data:  # which question these rows train (see recovery/)
             rows[INDEX_KEY] = torch.full(
                 (len(turns),), int(data[INDEX_KEY]), dtype=torch.int64
