@@ -151,11 +151,11 @@ def baseline(tiny_model_dir):
 
     from memagent_workflow.eval.baseline import BaselineEvalWorkflow
 
-    def make(mode: str) -> BaselineEvalWorkflow:
+    def make(mode: str, protocol: str = "boxed") -> BaselineEvalWorkflow:
         g = GenerationHyperparameters(max_new_tokens=32, max_tokens=800)
         return BaselineEvalWorkflow(
             g, str(tiny_model_dir), chunk_tokens=64, max_memory_tokens=32,
-            max_final_tokens=32, mode=mode,
+            max_final_tokens=32, mode=mode, answer_protocol=protocol,
         )  # fmt: skip
 
     return make
@@ -187,3 +187,23 @@ def test_no_context_prompt_holds_the_question_alone(baseline):
     prompt, n, cut = asyncio.run(wf.build_prompt("Which word?", "secretword " * 50))
     text = wf.tokenizer.decode(prompt.tolist())
     assert "Which word?" in text and "secretword" not in text and (n, cut) == (0, 0)
+
+
+@pytest.mark.parametrize("mode", ["full_context", "no_context"])
+def test_baselines_ask_and_score_in_the_answer_protocol(baseline, mode):
+    import asyncio
+
+    for protocol, asks, never in (
+        ("boxed", "\\boxed{}", "the answer is"),
+        ("answer_is", '"Therefore, the answer is (your answer)"', "\\boxed"),
+    ):
+        wf = baseline(mode, protocol)
+        prompt, _, _ = asyncio.run(wf.build_prompt("Which word?", "word1 word2"))
+        text = wf.tokenizer.decode(prompt.tolist())
+        assert asks in text and never not in text and "Which word?" in text
+    said = "I think so. Therefore, the answer is Paris."
+    rec = baseline(mode, "answer_is")._record("q", ["Paris"], said, 10, 0, repeat=3)
+    assert (rec["repeat"], rec["extracted"], rec["sub_em"]) == (3, "Paris", 1.0)
+    assert rec["mode"] == mode
+    boxed = baseline(mode)._record("q", ["Paris"], said, 10, 0, repeat=1)
+    assert (boxed["repeat"], boxed["extracted"], boxed["sub_em"]) == (1, None, 0.0)
