@@ -18,6 +18,7 @@ from typing import Any
 from areal.utils import logging
 from areal.utils.dynamic_import import import_from_string
 from areal.utils.saver import Saver
+from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
@@ -27,6 +28,7 @@ from memagent_workflow.config import (
     workflow_kwargs,
 )
 from memagent_workflow.ray_cluster import ray_for
+from memagent_workflow.terminal import quiet_terminal
 from memagent_workflow.trainer import MemAgentPPOTrainer
 from memagent_workflow.workflow import MemAgentWorkflow
 
@@ -120,6 +122,10 @@ def load_config(argv: list[str]) -> MemAgentGRPOConfig:
 def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
     with contextlib.ExitStack() as stack:
+        # The terminal: step lines, a progress bar, warnings; all else in files.
+        stack.enter_context(
+            quiet_terminal(StatsLogger.get_log_path(config.stats_logger))
+        )
         if config.run.job:  # what a cluster would provide (a CPU config's stand-in)
             stack.enter_context(import_from_string(config.run.job)(config))
         stack.enter_context(ray_for(config.scheduler.type))
