@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import getpass
 import shutil
+from pathlib import Path
 
 import pytest
 from transformers import AutoModelForCausalLM
 
 from examples.train import load_config
+from memagent_workflow.terminal import CONSOLE_LOG
 from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
@@ -163,11 +165,10 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
 
 
 def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):
-    logs = local_disk.out / "areal" / "logs" / getpass.getuser()
-    rollout_log = (logs / "memagent-cpu" / "trial0" / "rollout.log").read_text()
+    rollout_log = log_dir(local_disk, "rollout.log").read_text()
     assert "standin.backend.StandinSGLangEngine" in rollout_log
     assert "CPU stand-in SGLang server on http://" in rollout_log
-    actor_log = (logs / "memagent-cpu" / "trial0" / "actor.log").read_text()
+    actor_log = log_dir(local_disk, "actor.log").read_text()
     assert "standin.actor.StandinPPOActor" in actor_log
 
 
@@ -176,6 +177,44 @@ def test_validation_ran_on_the_eval_rollout_worker(local_disk):
 
 
 def test_ray_started_and_stopped_its_own_instance(ray_disk):
-    assert "started a local Ray instance with 2 CPUs" in ray_disk.log
-    assert "stopped the local Ray instance" in ray_disk.log
-    assert "RayScheduler" in ray_disk.log and "LocalScheduler" not in ray_disk.log
+    console = log_dir(ray_disk, CONSOLE_LOG).read_text()  # the full terminal output
+    assert "started a local Ray instance with 2 CPUs" in console
+    assert "stopped the local Ray instance" in console
+    assert "RayScheduler" in console and "LocalScheduler" not in console
+
+
+def log_dir(run, name: str = "") -> Path:
+    return (
+        run.out
+        / "areal"
+        / "logs"
+        / getpass.getuser()
+        / "memagent-cpu"
+        / "trial0"
+        / name
+    )
+
+
+# The terminal of the shortened main job: its step lines and progress bar, the
+# start and the end, and the warnings of its four processes (about 25 lines in
+# all, measured); the 50-step main job adds one line per step.
+TERMINAL_LINES = 40
+
+
+def test_the_terminal_shows_the_step_lines_and_the_files_keep_the_rest(local_disk):
+    lines = [line for line in local_disk.log.splitlines() if line.strip()]
+    steps = [line for line in lines if line.startswith("step ")]
+    assert [s.split(":")[0] for s in steps] == ["step 1", "step 2"]
+    assert "validation accuracy" in steps[1]
+    assert any("steps in" in line and "validation accuracy" in line for line in lines)
+    assert len(lines) <= TERMINAL_LINES, "\n".join(lines)
+    assert "ppo_actor/n_seqs" not in local_disk.log  # AReaL's stats table...
+    assert "ppo_actor/n_seqs" in log_dir(local_disk, "main.log").read_text()  # ...here
+    assert "ppo_actor/n_seqs" in log_dir(local_disk, CONSOLE_LOG).read_text()
+    assert "Loaded weights" in log_dir(local_disk, "rollout.log").read_text()
+
+
+def test_tensorboard_gets_every_stat(local_disk):
+    board = local_disk.out / "areal" / "tensorboard" / "memagent-cpu" / "trial0"
+    events = list(board.glob("events.out.tfevents.*"))
+    assert len(events) == 1 and events[0].stat().st_size > 0
