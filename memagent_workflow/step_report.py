@@ -125,14 +125,14 @@ class StepReport(StatsLogger):
         return int(os.environ.get("RANK", "0")) == 0
 
     def advance(self, steps_done: int) -> None:
-        """The progress bar over the run's steps, on the terminal."""
+        """The progress bar over the run's steps, on a terminal (not in a file)."""
         total = self.ft_spec.total_train_steps
         if getattr(self.exp_config, "total_train_steps", None) is not None:
             total = min(total, self.exp_config.total_train_steps)
         if self.bar is None:
             self.bar = tqdm(
                 total=total, initial=steps_done - 1, desc="training", unit="step",
-                file=console(), dynamic_ncols=True, leave=True,
+                file=console(), dynamic_ncols=True, disable=not console().isatty(),
             )  # fmt: skip
         self.bar.update(steps_done - self.bar.n)
 

@@ -40,9 +40,9 @@ _RAY_PREFIX = re.compile(r"^\([^()]*pid=\d+[^()]*\)\s+")
 _LEVEL = r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)"
 _RECORDS = (
     # AReaL's format: "(AReaL) 20261124-05:03:20.424 Name LEVEL: message"
-    re.compile(rf"^\(AReaL\) \S+ (?P<name>.+?) {_LEVEL}: (?P<msg>.*)$"),
+    re.compile(rf"^\(AReaL\) \S+ (?P<name>.+?) {_LEVEL}:(?: (?P<msg>.*))?$"),
     # Python's default-style format (the stand-in's server)
-    re.compile(rf"^\d{{4}}-\d\d-\d\d \S+ (?P<name>\S+) {_LEVEL}: (?P<msg>.*)$"),
+    re.compile(rf"^\d{{4}}-\d\d-\d\d \S+ (?P<name>\S+) {_LEVEL}:(?: (?P<msg>.*))?$"),
 )
 # Progress bars and chatter of the libraries below AReaL.
 _NOISE = re.compile(r"(it/s|s/it|examples/s)\]|^\[Gloo\]|^swanlab: ")
@@ -74,7 +74,7 @@ class Screen:
                 self.showing = True
                 return line
             self.showing = m["level"] == "INFO" and m["name"] in self.shown
-            return m["msg"] if self.showing else None
+            return (m["msg"] or "") if self.showing else None
         if _CONTINUATION.match(text):
             return line if self.showing and text else None
         self.showing = _NOISE.search(text) is None

@@ -59,5 +59,5 @@ def test_commit_writes_arealss_stats_and_the_step_report(tmp_path):
     assert next(log_dir.rglob("learning_curve.png")).stat().st_size > 0
     events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert len(events) == 1 and events[0].stat().st_size > 0
-    assert report.bar.n == 4  # the progress bar follows the steps
+    assert report.bar.total == 3  # the run's steps (total_train_steps)
     assert "2 steps in" in report.summary() and "0.750 at the last" in report.summary()
