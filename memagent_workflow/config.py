@@ -62,6 +62,27 @@ class MemAgentConfig:
             "choices": ["original", "squad"],
         },
     )
+    answer_protocol: str = field(
+        default="boxed",
+        metadata={
+            "help": "What the final turn answers with, and how it is read and "
+            "scored: 'boxed' (\\boxed{}, as the released models were trained) or "
+            "'answer_is' ('Therefore, the answer is ...', what the original "
+            "evaluation asked for). The same key in training and eval configs.",
+            "choices": ["boxed", "answer_is"],
+        },
+    )
+    prompt_build: str = field(
+        default="tokens",
+        metadata={
+            "help": "How a turn's prompt is encoded: 'tokens' (template pieces, the "
+            "question, the memory's and the chunk's ids put together, as the "
+            "original's training does) or 'text' (the whole message encoded from "
+            "text each turn, chunk and memory decoded, as the original's evaluation "
+            "script's server did).",
+            "choices": ["tokens", "text"],
+        },
+    )
     prompts: str | None = field(
         default=None,
         metadata={
@@ -100,7 +121,11 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
-        reward_function(self.reward)  # raises on an unknown name
+        reward_function(self.reward, self.answer_protocol)  # raises on bad names
+        if self.prompt_build not in ("tokens", "text"):
+            raise ValueError(
+                f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
+            )
 
 
 @dataclass
@@ -199,7 +224,7 @@ def workflow_kwargs(
     workers get the template texts, so they need no access to the file.
     """
     memagent = asdict(config.memagent)
-    prompts = load_prompts(memagent.pop("prompts"))
+    prompts = load_prompts(memagent.pop("prompts"), memagent["answer_protocol"])
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
         tokenizer=config.tokenizer_path,

@@ -90,8 +90,10 @@ class MemAgentWorkflow(RolloutWorkflow):
         # AReaL adds the pad id, None for a tokenizer without a pad token.
         self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
-        self.reward_fn = reward_function(cfg.reward)
-        self.prompts = as_prompt_texts(prompts)
+        self.reward_fn = reward_function(cfg.reward, cfg.answer_protocol)
+        self.answer_protocol = cfg.answer_protocol  # boxed | answer_is
+        self.prompt_build = cfg.prompt_build  # tokens | text
+        self.prompts = as_prompt_texts(prompts, cfg.answer_protocol)
         check_fit(
             tokenizer,
             self.prompts,
@@ -129,7 +131,13 @@ class MemAgentWorkflow(RolloutWorkflow):
 
         rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
-        log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
+        log_group(
+            doc,
+            episodes,
+            rewards,
+            failed=len(results) - len(episodes),
+            protocol=self.answer_protocol,
+        )
         log_scalars(calls_retried=retried)
 
         turns = [t for e in episodes for t in e.turns]
@@ -161,8 +169,12 @@ class MemAgentWorkflow(RolloutWorkflow):
             chunks=chunks,
             context_tokens=len(ids),
             truncated_tokens=truncated,
-            memory_prompt=self.prompts.memory_template(self.tokenizer, question),
-            final_prompt=self.prompts.final_template(self.tokenizer, question),
+            memory_prompt=self.prompts.memory_template(
+                self.tokenizer, question, self.prompt_build
+            ),
+            final_prompt=self.prompts.final_template(
+                self.tokenizer, question, self.prompt_build
+            ),
         )
 
     # --------------------------------------------------------------- one episode

@@ -224,9 +224,9 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
         if path.is_file():
             continue
         try:
-            samples = make_synthetic(
-                n_samples, seed=config.standin.seed + n, num_docs=n
-            )
+            # One seed for every length: the same question ids at each N, as
+            # the official sets share their question indices.
+            samples = make_synthetic(n_samples, seed=config.standin.seed, num_docs=n)
         except ValueError as exc:
             raise ValueError(f"cannot write synthetic eval_{n}.json: {exc}") from exc
         path.parent.mkdir(parents=True, exist_ok=True)

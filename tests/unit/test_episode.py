@@ -164,7 +164,7 @@ def test_the_eval_workflow_runs_the_same_episode(tokenizer, doc_ids):
     assert [c.input_ids for c in engine.calls] == expected_prompts(
         tokenizer, engine.script, 0, chunks
     )
-    assert rec["prediction"] == answer and rec["boxed"] == "the river 7"
+    assert rec["prediction"] == answer and rec["extracted"] == "the river 7"
     assert (rec["sub_em"], rec["em"], rec["f1"], rec["error"]) == (1.0, 1.0, 1.0, None)
     assert rec["n_chunks"] == len(chunks) and rec["context_tokens"] == len(doc_ids)
     assert rec["output_tokens"] == sum(len(c.output_ids) for c in engine.calls)
