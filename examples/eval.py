@@ -38,6 +38,7 @@ from memagent_workflow.eval.checks import (
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.ray_cluster import ray_for
 
@@ -261,11 +262,15 @@ def write_summary(
 
 def load_config(argv: list[str]) -> MemAgentEvalConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    return load_run_config(argv, MemAgentEvalConfig, "standin.config.StandinEvalConfig")
+    config = load_run_config(
+        argv, MemAgentEvalConfig, "standin.config.StandinEvalConfig"
+    )
+    return resolve_paths(config)  # relative paths mean the same in every worker
 
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
+    make_shared_folders(config.cluster)  # AReaL's schedulers require them
     try:
         evaluate(config)
     except EvalRefused as exc:

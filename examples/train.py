@@ -25,6 +25,7 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.trainer import MemAgentPPOTrainer
 from memagent_workflow.workflow import MemAgentWorkflow
@@ -109,11 +110,15 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    return load_run_config(argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig")
+    config = load_run_config(
+        argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig"
+    )
+    return resolve_paths(config)  # relative paths mean the same in every worker
 
 
 def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
+    make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:
         if hasattr(config, "standin"):
             from standin.cpu_job import cpu_job

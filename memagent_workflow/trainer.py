@@ -45,6 +45,7 @@ from memagent_workflow.recovery.ledger import (
     QuestionLedger,
     RolloutStalled,
 )
+from memagent_workflow.recovery.ledger_sync import mark_step
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -293,7 +294,7 @@ class MemAgentPPOTrainer(PPOTrainer):
                 servers = ", ".join(server_addresses(self.rollout)) or "unknown"
                 raise RolloutStalled(f"{exc} Servers: {servers}.") from None
             if isinstance(dataloader, QuestionLedger):
-                dataloader.mark_trained(question_indices(batch))
+                mark_step(dataloader, question_indices(batch), self.actor)
             return batch
 
         self.actor.prepare_batch = prepare_batch

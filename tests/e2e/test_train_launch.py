@@ -2,7 +2,9 @@
 
 Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
-``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``. AReaL's
+``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``, run as
+docs/gpu.md writes them: from the root of a fresh copy of the repository, with
+``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
 the GPU recipe does, so every tensor is cast on its way into the float32
@@ -21,7 +23,13 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from examples.train import load_config
-from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
+from tests.e2e.launch_runs import (
+    LAUNCHES,
+    Launched,
+    digest_of,
+    fresh_clone,
+    train_cmd,
+)
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
 # the run is not the main job (no eval-rollout worker); and a seed of its own,
@@ -73,8 +81,8 @@ def runs(model, tmp_path_factory, request):
     the time of one and a half."""
 
     def start(name: str) -> Launched:
-        out = tmp_path_factory.mktemp(name)
-        return Launched(train_cmd(out, model, *LAUNCHES[name], *EXTRA[name]), out)
+        clone = fresh_clone(tmp_path_factory.mktemp(name), model)
+        return Launched(train_cmd(*LAUNCHES[name], *EXTRA[name]), clone, cwd=clone)
 
     def finish(launched: Launched):
         try:
@@ -163,7 +171,7 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
 
 
 def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):
-    logs = local_disk.out / "areal" / "logs" / getpass.getuser()
+    logs = local_disk.out / "outputs/cpu/areal/logs" / getpass.getuser()
     rollout_log = (logs / "memagent-cpu" / "trial0" / "rollout.log").read_text()
     assert "standin.backend.StandinSGLangEngine" in rollout_log
     assert "CPU stand-in SGLang server on http://" in rollout_log
@@ -179,3 +187,13 @@ def test_ray_started_and_stopped_its_own_instance(ray_disk):
     assert "started a local Ray instance with 2 CPUs" in ray_disk.log
     assert "stopped the local Ray instance" in ray_disk.log
     assert "RayScheduler" in ray_disk.log and "LocalScheduler" not in ray_disk.log
+
+
+def test_relative_paths_mean_the_directory_of_the_command(run):
+    # config_cpu.yaml's relative paths, resolved once by the entry script: the
+    # workers (Ray's run elsewhere) wrote and read them under the clone's root.
+    root = run.out / "outputs" / "cpu"
+    assert run.checkpoint.is_relative_to(root / "areal" / "checkpoints")
+    assert (root / "data" / "train.jsonl").is_file()
+    assert (root / "name_resolve").is_dir()
+    assert f"actor.path={root / 'needle_model'}" in run.log
