@@ -55,7 +55,7 @@ async def lockstep_batch(
         prompt = e.doc.memory_prompt.build(e.memory, e.doc.chunks[k])
         turn = await wf.generate(engine, e.rid, prompt, wf.memory_gconfig, e.ep)
         e.memory = wf.next_memory(turn, e.ep)
-        wf.account(e.ep, turn, keep_turns=True)
+        e.ep.add_turn(turn, keep=True)
         trace.append((batch, k, t0, time.perf_counter()))
 
     async def final_turn(e: _Live, k: int) -> None:
@@ -69,7 +69,7 @@ async def lockstep_batch(
             e.ep,
             trainable=wf.train_final_turn,
         )
-        wf.account(e.ep, turn, keep_turns=True)
+        e.ep.add_turn(turn, keep=True)
         e.ep.answer = wf.tokenizer.decode(
             wf.strip_stop(turn.output_ids), skip_special_tokens=True
         )

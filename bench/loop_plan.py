@@ -11,15 +11,13 @@ predictions of the synchronous loops and of the ideal.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bench.engines import SimEngine
+from bench.loop_config import Config
 from bench.schedule import Work, async_schedule_s, lockstep_schedule_s
 from bench.train_cost import Calibration, batch_size, calibrate, train_seconds
 from bench.workload import Mix, make_items
-
-if TYPE_CHECKING:
-    from bench.loop import Config
 
 
 @dataclass

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bench.loop import ORIGINAL, label
+from bench.loop_config import ORIGINAL, label
 from memagent_workflow.data.files import atomic_write
 
 STYLE = {

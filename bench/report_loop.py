@@ -5,7 +5,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from bench.loop import ORIGINAL, label
+from bench.loop_config import ORIGINAL, label
 
 TOLERANCE = 0.10  # two runs of the loop benchmark agree within this
 

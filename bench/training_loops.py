@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from areal.api import RolloutWorkflow
 
 from bench.engines import SimEngine
 from bench.lockstep import Trace, lockstep_batch
+from bench.loop_config import Config
 from bench.loop_plan import Plan, make_engine
 from bench.train_cost import batch_size, train_seconds
-
-if TYPE_CHECKING:
-    from bench.loop import Config
 
 
 class Admissions(RolloutWorkflow):

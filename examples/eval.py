@@ -17,8 +17,6 @@ Writes ``length_{N}.jsonl`` (one line per finished sample, appended and fsync'ed
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import time
 from collections.abc import Iterator
@@ -38,98 +36,13 @@ from memagent_workflow.eval.checks import (
     scan_lengths,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.eval.engine import inference_of, open_engine
 from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.prompt_file import load_prompts
-from memagent_workflow.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 
 WORKFLOW = "memagent_workflow.eval.workflow.MemAgentEvalWorkflow"
-
-
-# ------------------------------------------------------------------ engines
-
-
-@contextlib.contextmanager
-def open_engine(config: MemAgentEvalConfig) -> Iterator[Any]:
-    """SGLang launched by AReaL, running servers, or the CPU stand-in.
-
-    Running servers are found in ``AREAL_LLM_SERVER_ADDRS`` or, failing that,
-    where AReaL's launcher registers them (name_resolve, under
-    ``rollout.experiment_name/trial_name``).
-    """
-    from areal.engine import RemoteSGLangEngine
-
-    ev, rollout = config.eval, config.rollout
-    rollout.max_head_offpolicyness = int(1e12)  # weights never change here
-    rollout.max_concurrent_rollouts = ev.concurrency
-    rollout.consumer_batch_size = ev.concurrency
-    rollout.check_trajectory_format = False  # the workflow returns plain records
-    with contextlib.ExitStack() as stack:
-        if config.scheduler.type is not None:
-            if hasattr(config, "standin"):  # what a cluster provides: model, Ray
-                from standin.cpu_job import single_controller
-
-                stack.enter_context(single_controller(config))
-            stack.enter_context(ray_for(config.scheduler.type))
-            engine = launch_sglang(config)
-        else:
-            addrs = [
-                a for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",") if a
-            ]
-            if hasattr(config, "standin"):
-                from standin.cpu_job import standin_server
-
-                log_file = Path(config.eval.output_dir) / "standin_server.log"
-                addrs = [stack.enter_context(standin_server(config, log_file))]
-            engine = RemoteSGLangEngine(rollout)
-            try:  # without addresses: servers registered under rollout.experiment/trial
-                engine.initialize(addr=addrs or None, train_data_parallel_size=1)
-            except RuntimeError as exc:
-                raise EvalRefused(
-                    f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
-                    "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
-                    "a standin: section (CPU stand-in, see config_eval_cpu.yaml)."
-                ) from exc
-        stack.callback(engine.destroy)
-        yield engine
-
-
-def launch_sglang(config: MemAgentEvalConfig) -> Any:
-    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``.
-
-    A CPU run (a ``standin:`` section) launches the stand-in the same way.
-    """
-    from areal.api.alloc_mode import ModelAllocation
-    from areal.api.cli_args import SGLangConfig
-    from areal.engine import RemoteSGLangEngine
-    from areal.infra import LocalScheduler, RayScheduler, SlurmScheduler
-
-    kinds = {"local": LocalScheduler, "ray": RayScheduler, "slurm": SlurmScheduler}
-    if config.scheduler.type not in kinds:
-        raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
-    alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")
-    if alloc.backend != "sglang":
-        raise EvalRefused(
-            f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
-        )
-    kwargs = {}
-    if hasattr(config, "standin"):  # a loaded 2-core machine starts workers slowly
-        kwargs["startup_timeout"] = config.standin.startup_timeout
-    scheduler = kinds[config.scheduler.type](exp_config=config, **kwargs)
-    if hasattr(config, "standin"):
-        from standin.backend import StandinSGLangEngine as engine_cls
-        from standin.launch import server_args_of
-
-        server_args = server_args_of(config.sglang)
-    else:
-        engine_cls = RemoteSGLangEngine
-        server_args = SGLangConfig.build_args(
-            sglang_config=config.sglang, tp_size=alloc.parallel.tp_size, base_gpu_id=0
-        )
-    engine = engine_cls.as_controller(config.rollout, scheduler)
-    engine.initialize(role="eval-rollout", server_args=server_args)
-    return engine
 
 
 # ------------------------------------------------------------------ the run
@@ -261,10 +174,8 @@ def write_summary(
 
 
 def load_config(argv: list[str]) -> MemAgentEvalConfig:
-    """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config = load_run_config(
-        argv, MemAgentEvalConfig, "standin.config.StandinEvalConfig"
-    )
+    """The config, parsed by the class its ``run.config`` names."""
+    config = load_run_config(argv, MemAgentEvalConfig)
     return resolve_paths(config)  # relative paths mean the same in every worker
 
 
@@ -280,12 +191,8 @@ def main(argv: list[str]) -> None:
 
 def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
-    if hasattr(config, "standin"):
-        from standin.cpu_job import ensure_synthetic_eval
-        from standin.tiny_model import build_tiny_model
-
-        ensure_synthetic_eval(config)
-        build_tiny_model(config.actor.path, seed=config.standin.seed)
+    inference = inference_of(config)
+    inference.prepare()
     kwargs = check_workflow(config)
     ids, kinds = scan_lengths(config)
     out = prepare_output(config)
@@ -296,7 +203,7 @@ def evaluate(config: MemAgentEvalConfig) -> None:
         - results.scored_ids(results.read_records(results.results_path(out, n)))
     ]
     if todo:
-        with open_engine(config) as engine:
+        with open_engine(config, inference) as engine:
             for n in todo:
                 run_length(engine, config, n, ids[n], kwargs)
                 write_summary(config, ids, kinds)

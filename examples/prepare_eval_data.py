@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from memagent_workflow.eval import build as eval_build
-from memagent_workflow.eval import expand, sets
+from memagent_workflow.eval import expand, fetch, sets
 
 
 def _lengths(text: str) -> list[int]:
@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _download(args: argparse.Namespace) -> None:
     lengths = args.lengths or list(sets.OFFICIAL_LENGTHS)
-    r = sets.download(
+    r = fetch.download(
         args.data_root, lengths, args.repo_id, args.revision, args.force, args.source
     )
     print(f"dataset {r['repo_id']} at revision {r['revision']} = commit {r['commit']}")
@@ -156,8 +156,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.download:
             _download(args)
         default = sets.OFFICIAL_LENGTHS if args.download else sets.DEFAULT_LENGTHS
-        found = sets.status(args.data_root, args.lengths or default)
-        print(sets.format_status(args.data_root, found))
+        found = fetch.status(args.data_root, args.lengths or default)
+        print(fetch.format_status(args.data_root, found))
         return 0 if all(p is not None for p in found.values()) else 1
     except (sets.EvalDataError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)

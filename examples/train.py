@@ -3,7 +3,7 @@
 GPU, single controller:  python3 examples/train.py --config config.yaml scheduler.type=local
 GPU, SPMD launcher:      python3 -m areal.infra.launcher.local examples/train.py \
                              --config config.yaml allocation_mode=sglang:d4p1t1+fsdp:d4p1t1
-CPU stand-in (tiny model, a few steps):
+CPU stand-in (tiny model; config_cpu.yaml's run: section names the stand-in's code):
                          uv run python examples/train.py --config config_cpu.yaml
 """
 
@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from areal.utils import logging
+from areal.utils.dynamic_import import import_from_string
 from areal.utils.saver import Saver
 from datasets import Dataset, load_dataset
 
@@ -54,8 +55,8 @@ def load_rows(path: str, role: str) -> Dataset:
 
 
 def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
-    """Turn ``memagent.warmup_steps`` into AReaL's warm-up proportion for this data."""
-    steps = config.memagent.warmup_steps
+    """Turn ``warmup_steps`` into AReaL's warm-up proportion for this data."""
+    steps = config.warmup_steps
     if steps is None or config.actor.optimizer is None:
         return
     total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
@@ -75,7 +76,7 @@ def checked_workflow_kwargs(
     eval_kwargs = workflow_kwargs(
         config,
         gconfig=config.eval_gconfig,
-        group_size=config.memagent.valid_group_size,
+        group_size=config.valid_group_size,
     )
     MemAgentWorkflow(**train_kwargs)
     MemAgentWorkflow(**eval_kwargs)
@@ -90,9 +91,13 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     set_warmup(config, len(train_set))
     train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
-    trainer_cls = MemAgentPPOTrainer
-    if hasattr(config, "standin"):  # a CPU run: the stand-in's engines
-        from standin.trainer import StandinPPOTrainer as trainer_cls
+    trainer_cls = import_from_string(config.run.trainer)
+    if not (
+        isinstance(trainer_cls, type) and issubclass(trainer_cls, MemAgentPPOTrainer)
+    ):
+        raise ValueError(
+            f"run.trainer={config.run.trainer!r} is not a MemAgentPPOTrainer"
+        )
     with trainer_cls(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
@@ -109,10 +114,8 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
 
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
-    """The config; a file with a ``standin:`` section is a CPU stand-in run."""
-    config = load_run_config(
-        argv, MemAgentGRPOConfig, "standin.config.StandinGRPOConfig"
-    )
+    """The config, parsed by the class its ``run.config`` names."""
+    config = load_run_config(argv, MemAgentGRPOConfig)
     return resolve_paths(config)  # relative paths mean the same in every worker
 
 
@@ -120,10 +123,8 @@ def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
     make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:
-        if hasattr(config, "standin"):
-            from standin.cpu_job import cpu_job
-
-            stack.enter_context(cpu_job(config))
+        if config.run.job:  # what a cluster would provide (a CPU config's stand-in)
+            stack.enter_context(import_from_string(config.run.job)(config))
         stack.enter_context(ray_for(config.scheduler.type))
         train(config, workflow)
     logger.info("training finished")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 
@@ -43,20 +41,6 @@ def chunk_views(token_ids, chunk_tokens: int, max_chunks: int | None = None):
         token_ids[i : i + chunk_tokens] for i in range(0, len(token_ids), chunk_tokens)
     ]
     return chunks, n_truncated
-
-
-def split_into_chunks(
-    token_ids: Sequence[int], chunk_tokens: int, max_chunks: int | None = None
-) -> list[list[int]]:
-    """Consecutive, non-overlapping chunks of ``chunk_tokens`` tokens.
-
-    Every chunk but the last is exactly ``chunk_tokens`` long. When ``max_chunks``
-    is set and the document is longer than ``max_chunks * chunk_tokens``, tokens
-    are dropped from the middle (the head and tail halves are kept), as in the
-    original MemAgent training. An empty document gives ``[]``.
-    """
-    chunks, _ = chunk_views(token_ids, chunk_tokens, max_chunks)
-    return [[int(t) for t in c] for c in chunks]
 
 
 def cut_refusal(n_tokens: int, chunk_tokens: int, max_chunks: int | None) -> str | None:

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
+from areal.utils.dynamic_import import import_from_string
 
 from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.reward import reward_function
@@ -13,7 +14,8 @@ from memagent_workflow.reward import reward_function
 
 @dataclass
 class MemAgentConfig:
-    """MemAgent knobs (defaults: the paper's recipe)."""
+    """MemAgent knobs (defaults: the paper's recipe), checked here once: the
+    workflow builds one from its keyword arguments."""
 
     chunk_tokens: int = field(
         default=5000, metadata={"help": "Document tokens shown per memory turn."}
@@ -68,18 +70,6 @@ class MemAgentConfig:
             "templates. null = the project's built-in wording."
         },
     )
-    valid_group_size: int = field(
-        default=4,
-        metadata={"help": "Episodes per validation question (original: 4)."},
-    )
-    warmup_steps: int | None = field(
-        default=None,
-        metadata={
-            "help": "LR warm-up in training steps, whatever the data size; "
-            "train.py turns it into actor.optimizer.warmup_steps_proportion. "
-            "null = use warmup_steps_proportion as given."
-        },
-    )
     engine_retry_s: float = field(
         default=60.0,
         metadata={
@@ -90,28 +80,55 @@ class MemAgentConfig:
     )
 
     def __post_init__(self):
+        for name in ("chunk_tokens", "max_memory_tokens", "max_final_tokens"):
+            if getattr(self, name) < 1:
+                raise ValueError(
+                    f"memagent.{name} must be >= 1, got {getattr(self, name)}"
+                )
+        if self.group_size < 1:
+            raise ValueError(f"memagent.group_size must be >= 1, got {self.group_size}")
+        if self.max_chunks is not None and self.max_chunks < 1:
+            raise ValueError(
+                f"memagent.max_chunks must be >= 1 or null, got {self.max_chunks}"
+            )
         if not (self.train_memory_turns or self.train_final_turn):
             raise ValueError(
                 "memagent.train_memory_turns and memagent.train_final_turn are both "
-                "false: no row would be trained"
+                "False: no row would be trained"
             )
         if self.engine_retry_s < 0:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
         reward_function(self.reward)  # raises on an unknown name
-        if self.valid_group_size < 1:
-            raise ValueError(
-                f"memagent.valid_group_size must be >= 1, got {self.valid_group_size}"
-            )
-        if self.warmup_steps is not None and self.warmup_steps < 0:
-            raise ValueError(
-                f"memagent.warmup_steps must be >= 0 or null, got {self.warmup_steps}"
-            )
 
 
-# Fields of MemAgentConfig read by the trainer script, not by the workflow.
-TRAINER_FIELDS = ("valid_group_size", "warmup_steps")
+@dataclass
+class RunConfig:
+    """Which code runs this config, by import string (``run:`` in YAML).
+
+    The product's classes by default; a CPU config names the stand-in's.
+    """
+
+    config: str = field(
+        default="memagent_workflow.config.MemAgentGRPOConfig",
+        metadata={
+            "help": "Config class that parses this file (read before parsing: "
+            "it may add sections, e.g. a CPU config's stand-in section)."
+        },
+    )
+    trainer: str = field(
+        default="memagent_workflow.trainer.MemAgentPPOTrainer",
+        metadata={"help": "PPO trainer class (a MemAgentPPOTrainer)."},
+    )
+    job: str | None = field(
+        default=None,
+        metadata={
+            "help": "Context manager factory ``job(config)`` entered around "
+            "training: what a cluster would provide (model, data, servers). "
+            "null = nothing (a GPU cluster)."
+        },
+    )
 
 
 @dataclass
@@ -125,9 +142,30 @@ class MemAgentGRPOConfig(GRPOConfig):
     """
 
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    valid_group_size: int = field(
+        default=4,
+        metadata={"help": "Episodes per validation question (original: 4)."},
+    )
+    warmup_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "LR warm-up in training steps, whatever the data size; "
+            "train.py turns it into actor.optimizer.warmup_steps_proportion. "
+            "null = use warmup_steps_proportion as given."
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()
+        if self.valid_group_size < 1:
+            raise ValueError(
+                f"valid_group_size must be >= 1, got {self.valid_group_size}"
+            )
+        if self.warmup_steps is not None and self.warmup_steps < 0:
+            raise ValueError(
+                f"warmup_steps must be >= 0 or null, got {self.warmup_steps}"
+            )
         if self.gconfig.n_samples != 1:
             raise ValueError(
                 f"gconfig.n_samples={self.gconfig.n_samples}, but MemAgent groups "
@@ -139,7 +177,7 @@ class MemAgentGRPOConfig(GRPOConfig):
                 f"eval_gconfig.n_samples={self.eval_gconfig.n_samples}, but MemAgent "
                 "groups validation episodes inside its workflow: set "
                 "eval_gconfig.n_samples=1 and put the number of episodes per "
-                "validation question in memagent.valid_group_size"
+                "validation question in valid_group_size"
             )
         if self.actor.reward_norm is not None:
             raise ValueError(
@@ -161,8 +199,6 @@ def workflow_kwargs(
     workers get the template texts, so they need no access to the file.
     """
     memagent = asdict(config.memagent)
-    for name in TRAINER_FIELDS:
-        memagent.pop(name)
     prompts = load_prompts(memagent.pop("prompts"))
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
@@ -178,32 +214,35 @@ def workflow_kwargs(
     return kwargs
 
 
-def load_run_config(argv: list[str], config_cls: type, standin_cls: str) -> Any:
+def load_run_config(argv: list[str], default_cls: type) -> Any:
     """Load ``--config`` with overrides (AReaL's ``load_expr_config``).
 
-    A file with a ``standin:`` section is a CPU run against the stand-in server;
-    it is loaded with ``standin_cls`` (an import path, so that GPU runs never
-    import the stand-in package).
+    The config class is the file's ``run.config`` (an import string, or
+    ``run.config=...`` on the command line), read before the file is parsed:
+    the class decides which sections the file may have. It must subclass
+    ``default_cls``, which is used when the file names none.
     """
-    import importlib
-
     from areal.api.cli_args import load_expr_config
 
-    if "standin" in config_sections(argv):
-        module, name = standin_cls.rsplit(".", 1)
-        config_cls = getattr(importlib.import_module(module), name)
+    name = config_class_name(argv)
+    config_cls = import_from_string(name) if name else default_cls
+    if not (isinstance(config_cls, type) and issubclass(config_cls, default_cls)):
+        raise ValueError(
+            f"run.config={name!r} is not a subclass of {default_cls.__name__}"
+        )
     config, _ = load_expr_config(argv, config_cls)
     return config
 
 
-def config_sections(argv: list[str]) -> set[str]:
-    """Top-level sections of the YAML file named by ``--config`` in ``argv``.
+def config_class_name(argv: list[str]) -> str | None:
+    """``run.config`` of the ``--config`` file in ``argv``, or of its override.
 
-    The entry scripts use it to pick the config class: a file with a
-    ``standin:`` section is a CPU run against the stand-in server.
+    The one key read ahead of ``load_expr_config``: an override wins, as it
+    would in the parsed config.
     """
     import yaml
 
+    name = None
     for i, arg in enumerate(argv):
         if arg == "--config" and i + 1 < len(argv):
             path = argv[i + 1]
@@ -212,8 +251,12 @@ def config_sections(argv: list[str]) -> set[str]:
         else:
             continue
         with open(path) as f:
-            return set(yaml.safe_load(f) or {})
-    return set()
+            run = (yaml.safe_load(f) or {}).get("run") or {}
+        name = run.get("config")
+    for arg in argv:
+        if arg.lstrip("+").startswith("run.config="):
+            name = arg.split("=", 1)[1]
+    return name or None
 
 
 def warmup_proportion(warmup_steps: int, total_steps: int) -> float:

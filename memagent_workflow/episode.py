@@ -48,6 +48,24 @@ class Episode:
     oldest_version: int | None = None  # oldest policy version that wrote a token
     retried_calls: int = 0  # model calls that failed and were made again
 
+    def add_turn(self, turn: Turn, keep: bool) -> None:
+        """Count a finished model call; keep it as a training row if ``keep``."""
+        self.output_tokens += len(turn.output_ids)
+        self.latency += turn.latency
+        if len(turn.versions):
+            oldest = int(turn.versions.min())
+            if self.oldest_version is None or oldest < self.oldest_version:
+                self.oldest_version = oldest
+        if keep:
+            self.turns.append(turn)
+
+    def add_memory(self, memory: np.ndarray, turn: Turn) -> None:
+        """Count the memory ``turn`` wrote (``memory``: its tokens as kept)."""
+        self.memory_turns += 1
+        self.memory_tokens += len(memory)
+        self.memory_hit_limit += int(turn.stop_reason == "length")
+        self.memory_empty += int(len(memory) == 0)
+
 
 def parse_item(data: Any) -> tuple[str, str, str, list[str]]:
     """``(id, question, context, answers)`` of a data item (the row schema).

@@ -10,34 +10,29 @@ every row of an episode carries that episode's group advantage.
 from __future__ import annotations
 
 import asyncio
-import time
 import uuid
 from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import torch
-from areal import workflow_context
-from areal.api import InferenceEngine, ModelRequest, ModelResponse, RolloutWorkflow
+from areal.api import InferenceEngine, ModelRequest, RolloutWorkflow
 from areal.api.cli_args import GenerationHyperparameters
-from areal.utils import logging, stats_tracker
+from areal.utils import logging
 from transformers import PreTrainedTokenizerFast
 
 from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
+from memagent_workflow.config import MemAgentConfig
 from memagent_workflow.context import aencode_context
 from memagent_workflow.data.files import DataError
+from memagent_workflow.engine_calls import agenerate_with_retry, check_context_length
 from memagent_workflow.episode import Document, Episode, parse_item
+from memagent_workflow.metrics import log_group, log_scalars
 from memagent_workflow.prompt_file import as_prompt_texts, check_fit
 from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
-from memagent_workflow.reward import (
-    exact_match,
-    extract_boxed,
-    f1,
-    reward_function,
-    sub_em,
-)
+from memagent_workflow.reward import reward_function
 from memagent_workflow.rows import Turn, pad_rows
 
 logger = logging.getLogger("MemAgentWorkflow")
@@ -63,67 +58,46 @@ class MemAgentWorkflow(RolloutWorkflow):
         self,
         gconfig: GenerationHyperparameters,
         tokenizer: str | PreTrainedTokenizerFast,
-        chunk_tokens: int = 5000,
-        max_memory_tokens: int = 1024,
-        max_final_tokens: int = 1024,
-        max_chunks: int | None = None,
-        group_size: int = 16,
-        adv_std_norm: bool = False,
-        train_final_turn: bool = True,
-        train_memory_turns: bool = True,
-        initial_memory: str = "No previous memory",
-        engine_retry_s: float = 60.0,
-        reward: str = "original",
         prompts: PromptTexts | dict[str, str] | str | None = None,
+        **settings: Any,
     ):
-        """``prompts``: template texts (as ``workflow_kwargs`` passes them), a
-        prompts file, or None for the built-in wording; ``reward``: a name in
-        ``memagent_workflow.reward.REWARDS``."""
+        """``settings``: the ``memagent:`` knobs (``MemAgentConfig``'s fields but
+        ``prompts``), checked there; ``prompts``: template texts (as
+        ``workflow_kwargs`` passes them), a prompts file, or None for the
+        built-in wording."""
+        cfg = MemAgentConfig(**settings)  # refuses a bad knob, naming it
         if isinstance(tokenizer, str):
             tokenizer = load_tokenizer(tokenizer)
-        for name, value in [
-            ("chunk_tokens", chunk_tokens),
-            ("max_memory_tokens", max_memory_tokens),
-            ("max_final_tokens", max_final_tokens),
-            ("group_size", group_size),
-        ]:
-            if value < 1:
-                raise ValueError(f"{name} must be >= 1, got {value}")
-        if max_chunks is not None and max_chunks < 1:
-            raise ValueError(f"max_chunks must be >= 1 or None, got {max_chunks}")
-        if engine_retry_s < 0:
-            raise ValueError(f"engine_retry_s must be >= 0, got {engine_retry_s}")
-        if not (train_memory_turns or train_final_turn):
-            raise ValueError("train_memory_turns and train_final_turn are both False")
         self.tokenizer = tokenizer
         self.gconfig = gconfig.new_with_stop_and_pad_token_ids(tokenizer)
-        self.chunk_tokens = chunk_tokens
-        self.max_chunks = max_chunks
-        self.group_size = group_size
-        self.adv_std_norm = adv_std_norm
-        self.train_final_turn = train_final_turn
-        self.train_memory_turns = train_memory_turns
-        self.engine_retry_s = engine_retry_s
+        self.chunk_tokens = cfg.chunk_tokens
+        self.max_chunks = cfg.max_chunks
+        self.group_size = cfg.group_size
+        self.adv_std_norm = cfg.adv_std_norm
+        self.train_final_turn = cfg.train_final_turn
+        self.train_memory_turns = cfg.train_memory_turns
+        self.engine_retry_s = cfg.engine_retry_s
         self.memory_gconfig = self.gconfig.new(
-            n_samples=1, max_new_tokens=max_memory_tokens
+            n_samples=1, max_new_tokens=cfg.max_memory_tokens
         )
         self.final_gconfig = self.gconfig.new(
-            n_samples=1, max_new_tokens=max_final_tokens
+            n_samples=1, max_new_tokens=cfg.max_final_tokens
         )
         self.initial_memory = np.asarray(
-            tokenizer.encode(initial_memory, add_special_tokens=False), dtype=np.int32
+            tokenizer.encode(cfg.initial_memory, add_special_tokens=False),
+            dtype=np.int32,
         )
         # AReaL adds the pad id, None for a tokenizer without a pad token.
         self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
-        self.reward_fn = reward_function(reward)
+        self.reward_fn = reward_function(cfg.reward)
         self.prompts = as_prompt_texts(prompts)
         check_fit(
             tokenizer,
             self.prompts,
-            chunk_tokens=chunk_tokens,
-            max_memory_tokens=max_memory_tokens,
-            max_final_tokens=max_final_tokens,
+            chunk_tokens=cfg.chunk_tokens,
+            max_memory_tokens=cfg.max_memory_tokens,
+            max_final_tokens=cfg.max_final_tokens,
             max_tokens=self.gconfig.max_tokens,
             initial_memory_tokens=len(self.initial_memory),
         )
@@ -137,8 +111,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             doc = await self.read_document(data)
         except DataError as exc:  # e.g. a data set edited after preparation
             logger.warning(f"{exc}; group rejected")
-            tracker = stats_tracker.get(workflow_context.stat_scope())
-            tracker.scalar(**{"memagent/item_rejected": 1.0})
+            log_scalars(item_rejected=1.0)
             return None
         started = [Episode() for _ in range(self.group_size)]
         results = await asyncio.gather(
@@ -151,20 +124,13 @@ class MemAgentWorkflow(RolloutWorkflow):
         retried = sum(ep.retried_calls for ep in started)
         if not episodes:
             logger.warning(f"item {doc.id}: every episode failed; group rejected")
-            stats_tracker.get(workflow_context.stat_scope()).scalar(
-                **{
-                    "memagent/episodes_failed": float(len(results)),
-                    "memagent/calls_retried": float(retried),
-                }
-            )
+            log_scalars(episodes_failed=len(results), calls_retried=retried)
             return None
 
         rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
-        self.log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
-        stats_tracker.get(workflow_context.stat_scope()).scalar(
-            **{"memagent/calls_retried": float(retried)}
-        )
+        log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
+        log_scalars(calls_retried=retried)
 
         turns = [t for e in episodes for t in e.turns]
         row_advantages = self.row_advantages(episodes, advantages)
@@ -225,12 +191,12 @@ class MemAgentWorkflow(RolloutWorkflow):
                 trainable=self.train_memory_turns,
             )
             memory = self.next_memory(turn, ep)
-            self.account(ep, turn, keep_turns)
+            ep.add_turn(turn, keep=keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(
             engine, rid, prompt, self.final_gconfig, ep, trainable=self.train_final_turn
         )
-        self.account(ep, turn, keep_turns)
+        ep.add_turn(turn, keep=keep_turns)
         ep.answer = self.tokenizer.decode(
             self.strip_stop(turn.output_ids), skip_special_tokens=True
         )
@@ -246,55 +212,16 @@ class MemAgentWorkflow(RolloutWorkflow):
         ep: Episode,
         trainable: bool = True,
     ) -> Turn:
-        """One model call; refuses rather than lets the engine shorten the turn.
-
-        SGLang answers 400 unless prompt + max_new_tokens < its context length,
-        which the configs set to ``gconfig.max_tokens``: the same rule here, so a
-        turn SGLang would reject is refused before it is sent (AReaL would retry
-        it and lose the episode).
-        """
-        if len(prompt) + gconfig.max_new_tokens >= gconfig.max_tokens:
-            raise ValueError(
-                f"a prompt of {len(prompt)} tokens plus {gconfig.max_new_tokens} new "
-                f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
-                "needs prompt + max_new_tokens < sglang.context_length = "
-                "gconfig.max_tokens); raise gconfig.max_tokens and "
-                "sglang.context_length or lower memagent.chunk_tokens"
-            )
+        """One model call (refused before it is sent if SGLang would refuse it)."""
+        check_context_length(len(prompt), gconfig)
         req = ModelRequest(
             rid=rid,
             input_ids=prompt.tolist(),
             gconfig=gconfig,
             tokenizer=self.tokenizer,
         )
-        resp = await self.call_engine(engine, req, ep)
+        resp = await agenerate_with_retry(engine, req, self.engine_retry_s, ep)
         return Turn.from_response(prompt, resp, trainable=trainable)
-
-    async def call_engine(
-        self, engine: InferenceEngine, req: ModelRequest, ep: Episode
-    ) -> ModelResponse:
-        """``engine.agenerate(req)``, made again until ``engine_retry_s`` has passed.
-
-        AReaL's client retries an HTTP call a few times, a second apart; a server
-        that restarts, or answers errors for longer, would fail the episode and,
-        with all its episodes, the group, after which AReaL pulls the next
-        question at once. Waiting out the outage here loses nothing instead.
-        """
-        delay, deadline = min(0.5, self.engine_retry_s / 8), None
-        while True:
-            try:
-                return await engine.agenerate(req)
-            except Exception as exc:
-                now = time.monotonic()
-                deadline = deadline or now + self.engine_retry_s
-                if now >= deadline:
-                    raise
-                ep.retried_calls += 1
-                logger.warning(
-                    f"model call failed ({exc!r:.300}); again in {delay:.1f}s"
-                )
-                await asyncio.sleep(min(delay, deadline - now))
-                delay = min(2 * delay, 8.0)
 
     def next_memory(self, turn: Turn, ep: Episode) -> np.ndarray:
         """The memory for the next turn: exactly the tokens just generated.
@@ -307,64 +234,11 @@ class MemAgentWorkflow(RolloutWorkflow):
         """
         memory = self.strip_stop(turn.output_ids)
         memory = memory[memory < self.vocab_limit]
-        ep.memory_turns += 1
-        ep.memory_tokens += len(memory)
-        ep.memory_hit_limit += int(turn.stop_reason == "length")
-        if len(memory) == 0:
-            ep.memory_empty += 1
-            return self.initial_memory
-        return memory
+        ep.add_memory(memory, turn)
+        return memory if len(memory) else self.initial_memory
 
     def strip_stop(self, ids: np.ndarray) -> np.ndarray:
         end = len(ids)
         while end > 0 and int(ids[end - 1]) in self.stop_ids:
             end -= 1
         return ids[:end]
-
-    @staticmethod
-    def account(ep: Episode, turn: Turn, keep_turns: bool) -> None:
-        ep.output_tokens += len(turn.output_ids)
-        ep.latency += turn.latency
-        if len(turn.versions):
-            oldest = int(turn.versions.min())
-            if ep.oldest_version is None or oldest < ep.oldest_version:
-                ep.oldest_version = oldest
-        if keep_turns:
-            ep.turns.append(turn)
-
-    # ------------------------------------------------------------------ metrics
-    def log_group(
-        self, doc: Document, episodes: list[Episode], rewards: list[float], failed: int
-    ) -> None:
-        """Per-group metrics under the workflow's stat scope (rollout/eval-rollout)."""
-        tracker = stats_tracker.get(workflow_context.stat_scope())
-        n_calls = sum(e.memory_turns + 1 for e in episodes)
-        memory_turns = sum(e.memory_turns for e in episodes)
-        boxed = [extract_boxed(e.answer) for e in episodes]
-        preds = [b or "" for b in boxed]
-        stats = {
-            "reward": float(np.mean(rewards)),
-            "n_chunks": len(doc.chunks),
-            "context_tokens": doc.context_tokens,
-            "truncated_context_tokens": doc.truncated_tokens,
-            "final_boxed": np.mean([b is not None for b in boxed]),
-            "sub_em": np.mean([sub_em(p, doc.answers) for p in preds]),
-            "em": np.mean([exact_match(p, doc.answers) for p in preds]),
-            "f1": np.mean([f1(p, doc.answers) for p in preds]),
-            "turn_latency_s": sum(e.latency for e in episodes) / n_calls,
-            "episodes_failed": failed,
-            "item_rejected": 0.0,  # 1.0 where a malformed item was rejected
-            "rows": sum(len(e.turns) for e in episodes),
-        }
-        versions = [e.oldest_version for e in episodes if e.oldest_version is not None]
-        if versions:
-            stats["oldest_version"] = min(versions)
-        if memory_turns:
-            stats["memory_tokens"] = (
-                sum(e.memory_tokens for e in episodes) / memory_turns
-            )
-            stats["memory_hit_limit"] = (
-                sum(e.memory_hit_limit for e in episodes) / memory_turns
-            )
-            stats["memory_empty"] = sum(e.memory_empty for e in episodes) / memory_turns
-        tracker.scalar(**{f"memagent/{k}": float(v) for k, v in stats.items()})

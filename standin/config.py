@@ -1,9 +1,9 @@
 """The ``standin:`` config section, on top of the product's training and eval configs.
 
-A config file with a ``standin:`` section is a CPU run: ``examples/train.py`` and
-``examples/eval.py`` then load it with these subclasses, build the tiny model at
-``actor.path``, write synthetic data where files are missing and serve the model
-with the stand-in server instead of SGLang.
+A CPU config names these classes in ``run.config`` (read before the file is
+parsed), and the stand-in's trainer, job and inference in the rest of ``run:``;
+these then build the tiny model at ``actor.path``, write synthetic data where
+files are missing and serve the model with the stand-in server instead of SGLang.
 """
 
 from __future__ import annotations

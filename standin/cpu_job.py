@@ -157,18 +157,11 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str | None]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     log_file = Path(config.cluster.fileroot) / "standin" / "server.log"
-    with standin_server(config, log_file) as addr:
-        saved = {k: os.environ.get(k) for k in spmd_env("")}
-        os.environ.update(spmd_env(addr))
+    with standin_server(config, log_file) as addr, environ(spmd_env(addr)):
         try:
             yield addr
         finally:
             torch.set_num_threads(threads)
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 @contextlib.contextmanager
@@ -198,14 +191,29 @@ def local_ray(num_cpus: int) -> Iterator[None]:
 
     # Under `uv run`, Ray would rebuild the environment for its workers in a
     # copy of the repository without its git-ignored folders (outputs/).
-    os.environ["RAY_ENABLE_UV_RUN_RUNTIME_ENV"] = "0"
-    ray.init(num_cpus=num_cpus, include_dashboard=False)
-    logger.info(f"started a local Ray instance with {num_cpus} CPUs")
+    with environ({"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}):
+        ray.init(num_cpus=num_cpus, include_dashboard=False)
+        logger.info(f"started a local Ray instance with {num_cpus} CPUs")
+        try:
+            yield
+        finally:
+            ray.shutdown()
+            logger.info("stopped the local Ray instance")
+
+
+@contextlib.contextmanager
+def environ(values: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``values`` set, each key restored (or removed) on exit."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
         yield
     finally:
-        ray.shutdown()
-        logger.info("stopped the local Ray instance")
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def ensure_synthetic_eval(config: StandinEvalConfig) -> None:

@@ -93,12 +93,20 @@ def grouped_sdpa_forward(
     return out.transpose(1, 2).contiguous(), None
 
 
-AttentionInterface.register(GROUPED_ATTN, grouped_sdpa_forward)
-AttentionMaskInterface.register(GROUPED_ATTN, sdpa_mask)
+def register_grouped_attention() -> None:
+    """Make ``GROUPED_ATTN`` an ``attn_implementation`` transformers knows.
+
+    Called by ``load_model`` when a run asks for it, not on import: importing
+    this module changes no global registry. Registering again is harmless.
+    """
+    AttentionInterface.register(GROUPED_ATTN, grouped_sdpa_forward)
+    AttentionMaskInterface.register(GROUPED_ATTN, sdpa_mask)
 
 
 def load_model(path: str | Path, attn: str = GROUPED_ATTN) -> torch.nn.Module:
     """Load an HF causal LM in float32 on CPU, in eval mode."""
+    if attn == GROUPED_ATTN:
+        register_grouped_attention()
     model = AutoModelForCausalLM.from_pretrained(
         str(path), dtype=torch.float32, attn_implementation=attn
     )

@@ -39,8 +39,6 @@ _TRAIN_ONLY = (
     "adv_std_norm",
     "train_final_turn",
     "reward",
-    "valid_group_size",
-    "warmup_steps",
     "engine_retry_s",  # a retry policy, not part of a resumable setup
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memagent_workflow.config import MemAgentGRPOConfig
+from memagent_workflow.config import MemAgentGRPOConfig, RunConfig
 from memagent_workflow.eval.sets import DEFAULT_LENGTHS
 
 
@@ -60,7 +60,25 @@ class EvalConfig:
 
 
 @dataclass
+class EvalRunConfig(RunConfig):
+    """``run:`` of an eval config: its config class and its inference setup."""
+
+    config: str = field(
+        default="memagent_workflow.eval.config.MemAgentEvalConfig",
+        metadata={"help": "Config class that parses this file (read before parsing)."},
+    )
+    inference: str = field(
+        default="memagent_workflow.eval.engine.ClusterInference",
+        metadata={
+            "help": "Class (a ClusterInference) that prepares the model and data "
+            "and provides the servers or the scheduler's surroundings."
+        },
+    )
+
+
+@dataclass
 class MemAgentEvalConfig(MemAgentGRPOConfig):
     """The training config plus ``eval:``; the train-only sections keep defaults."""
 
     eval: EvalConfig = field(default_factory=EvalConfig)
+    run: EvalRunConfig = field(default_factory=EvalRunConfig)

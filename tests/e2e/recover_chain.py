@@ -112,7 +112,7 @@ class Chain:
             f"total_train_steps={STEPS}", f"train_dataset.batch_size={BATCH}",
             f"standin.synthetic_train={QUESTIONS}",
             "memagent.group_size=2",
-            "memagent.warmup_steps=null",  # the LR warm-up spans the run (below)
+            "warmup_steps=null",  # the LR warm-up spans the run (below)
             "rollout.max_concurrent_rollouts=2",
             f"rollout.request_timeout={REQUEST_TIMEOUT_S}",
             f"memagent.engine_retry_s={ENGINE_RETRY_S}",

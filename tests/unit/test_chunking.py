@@ -3,28 +3,34 @@
 import numpy as np
 import pytest
 
-from memagent_workflow.chunking import centre_truncate, chunk_views, split_into_chunks
+from memagent_workflow.chunking import centre_truncate, chunk_views
+
+
+def chunk_lists(ids, chunk_tokens, max_chunks=None):
+    """The chunks the workflow reads (``chunk_views``), as lists of ints."""
+    chunks, _ = chunk_views(ids, chunk_tokens, max_chunks)
+    return [[int(t) for t in c] for c in chunks]
 
 
 def test_chunks_are_consecutive_and_only_the_last_is_short():
     ids = list(range(23))
-    chunks = split_into_chunks(ids, 5)
+    chunks = chunk_lists(ids, 5)
     assert [len(c) for c in chunks] == [5, 5, 5, 5, 3]
     assert sum(chunks, []) == ids
 
 
 def test_exact_multiple_has_no_empty_tail():
-    assert split_into_chunks(list(range(10)), 5) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
+    assert chunk_lists(list(range(10)), 5) == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
 
 
 def test_empty_document_gives_no_chunks():
-    assert split_into_chunks([], 5) == []
-    assert split_into_chunks([], 5, max_chunks=2) == []
+    assert chunk_lists([], 5) == []
+    assert chunk_lists([], 5, max_chunks=2) == []
 
 
 def test_max_chunks_drops_the_middle_keeping_head_and_tail():
     ids = list(range(100))
-    chunks = split_into_chunks(ids, 10, max_chunks=3)
+    chunks = chunk_lists(ids, 10, max_chunks=3)
     flat = sum(chunks, [])
     assert [len(c) for c in chunks] == [10, 10, 10]
     assert flat == list(range(15)) + list(range(85, 100))
@@ -32,7 +38,7 @@ def test_max_chunks_drops_the_middle_keeping_head_and_tail():
 
 def test_max_chunks_not_reached_keeps_everything():
     ids = list(range(25))
-    assert sum(split_into_chunks(ids, 10, max_chunks=3), []) == ids
+    assert sum(chunk_lists(ids, 10, max_chunks=3), []) == ids
 
 
 def test_chunk_views_report_truncated_tokens_and_accept_arrays():
@@ -51,4 +57,4 @@ def test_centre_truncate_odd_budget_gives_head_the_extra_token():
 @pytest.mark.parametrize("chunk_tokens, max_chunks", [(0, None), (-1, None), (5, 0)])
 def test_invalid_sizes_are_refused(chunk_tokens, max_chunks):
     with pytest.raises(ValueError):
-        split_into_chunks([1, 2, 3], chunk_tokens, max_chunks)
+        chunk_lists([1, 2, 3], chunk_tokens, max_chunks)

@@ -36,9 +36,9 @@ def test_recipe_follows_the_original_where_areal_can(tmp_path):
     assert cfg.actor.c_clip == 3.0 and cfg.actor.eps_clip == 0.2
     assert cfg.actor.eps_clip_higher is None
     assert cfg.train_dataset.shuffle is False
-    assert cfg.memagent.warmup_steps == 20
+    assert cfg.warmup_steps == 20
     # validation: 4 episodes per question at T 1.0 / top-p 0.7, every 5 steps
-    assert cfg.memagent.valid_group_size == 4 and cfg.eval_gconfig.n_samples == 1
+    assert cfg.valid_group_size == 4 and cfg.eval_gconfig.n_samples == 1
     assert (cfg.eval_gconfig.temperature, cfg.eval_gconfig.top_p) == (1.0, 0.7)
     assert cfg.evaluator.freq_steps == 5 and cfg.evaluator.eval_before_train
     assert cfg.actor.optimizer.lr_scheduler_type == "constant"
@@ -78,7 +78,7 @@ def test_unknown_reward_is_refused(tmp_path):
 
 
 def test_eval_n_samples_other_than_one_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="memagent.valid_group_size"):
+    with pytest.raises(ValueError, match="in valid_group_size"):
         load(tmp_path, "eval_gconfig.n_samples=4")
 
 

@@ -24,6 +24,7 @@ import pytest
         ("memagent_workflow.workflow", ["MemAgentWorkflow"]),
         ("memagent_workflow.eval.workflow", ["MemAgentEvalWorkflow"]),
         ("standin.cpu_job", ["cpu_job", "standin_server", "ensure_synthetic_eval"]),
+        ("standin.eval_inference", ["StandinInference"]),
     ],
 )
 def test_module_imports(module, names):

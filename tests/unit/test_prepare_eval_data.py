@@ -14,7 +14,7 @@ import pytest
 from examples import prepare_eval_data as cli
 from memagent_workflow.data import hub as hub_module
 from memagent_workflow.eval import build as eval_build
-from memagent_workflow.eval import sets
+from memagent_workflow.eval import fetch, sets
 from memagent_workflow.eval.sets import EvalDataError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -256,12 +256,12 @@ def test_no_areal_import() -> None:
 def test_status_and_report_cli(tmp_path: Path, capsys) -> None:
     root = tmp_path / "ruler"
     assert sets.eval_file(root, 50) == root / "eval_50.json"
-    assert sets.status(root, [50, 100]) == {50: None, 100: None}
+    assert fetch.status(root, [50, 100]) == {50: None, 100: None}
     assert cli.main(["--data-root", str(root), "--lengths", "50,100"]) == 1
     assert "0 present, 2 missing" in capsys.readouterr().out
     root.mkdir()
     write_json(sets.eval_file(root, 50), [good_sample()])
-    assert sets.status(root, [50, 100]) == {50: root / "eval_50.json", 100: None}
+    assert fetch.status(root, [50, 100]) == {50: root / "eval_50.json", 100: None}
     assert cli.main(["--data-root", str(root), "--lengths", "50 100"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"eval_50\.json\s+present", out)
@@ -328,7 +328,7 @@ def fake_hub(tmp_path: Path, monkeypatch) -> list[tuple]:
 
 def test_download_is_pinned_and_takes_what_the_hub_holds(tmp_path, fake_hub) -> None:
     root = tmp_path / "data"
-    r = sets.download(root, [50, 100, 12800, 25600], revision="v1")
+    r = fetch.download(root, [50, 100, 12800, 25600], revision="v1")
     assert fake_hub == [
         ("resolve", "v1"),
         ("eval_50.json", "c0ffeev1"),  # every file at the resolved commit
@@ -345,18 +345,18 @@ def test_download_is_pinned_and_takes_what_the_hub_holds(tmp_path, fake_hub) -> 
     assert manifest["eval_12800.json"]["commit"] == "c0ffeev1"
     assert manifest["eval_12800.json"]["index_only"] is True
     fake_hub.clear()
-    assert sets.download(root, [50], revision="v1")["skipped"] == [
+    assert fetch.download(root, [50], revision="v1")["skipped"] == [
         root / "eval_50.json"
     ]
-    assert sets.download(root, [50], force=True)["written"] == [root / "eval_50.json"]
+    assert fetch.download(root, [50], force=True)["written"] == [root / "eval_50.json"]
     with pytest.raises(EvalDataError, match="eval_400.json.*'answers'"):
-        sets.download(root, [400])
+        fetch.download(root, [400])
     assert not (root / "eval_400.json").exists()
 
 
 def test_download_expands_index_only_files_with_a_source(tmp_path, fake_hub) -> None:
     dev = write_json(tmp_path / "dev.json", fake_hotpot()[:1])  # 10 paragraphs
-    r = sets.download(tmp_path / "data", [12800], source=dev)
+    r = fetch.download(tmp_path / "data", [12800], source=dev)
     (sample,) = sets.load_eval_file(r["written"][0])
     pool = sorted(
         f"Title 0-{p}\nFact 0.{p} first. Fact 0.{p} second." for p in range(10)

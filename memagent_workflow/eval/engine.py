@@ -1,0 +1,125 @@
+"""The inference engine of an eval run: SGLang launched by AReaL, or running servers.
+
+What surrounds the engine (the model and data a cluster holds, the servers
+already running, the engine class) is a ``ClusterInference``, named by the
+config's ``run.inference`` import string; a CPU config names the stand-in's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from typing import Any
+
+from areal.utils import logging
+from areal.utils.dynamic_import import import_from_string
+
+from memagent_workflow.eval.checks import EvalRefused
+from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.ray_cluster import ray_for
+
+logger = logging.getLogger("MemAgentEval")
+
+
+class ClusterInference:
+    """A GPU cluster: the model and data are on disk, SGLang serves the model."""
+
+    def __init__(self, config: MemAgentEvalConfig):
+        self.config = config
+
+    def prepare(self) -> None:
+        """Before the inputs are checked: nothing to build on a cluster."""
+
+    def single_controller(self) -> contextlib.AbstractContextManager[None]:
+        """Around a run whose scheduler launches the servers."""
+        return contextlib.nullcontext()
+
+    def servers(self) -> contextlib.AbstractContextManager[list[str]]:
+        """``host:port`` of running servers (``AREAL_LLM_SERVER_ADDRS``; none:
+        those registered under ``rollout.experiment_name/trial_name``)."""
+        env = os.environ.get("AREAL_LLM_SERVER_ADDRS", "")
+        return contextlib.nullcontext([a for a in env.split(",") if a])
+
+    def scheduler_kwargs(self) -> dict[str, Any]:
+        """Extra keyword arguments of AReaL's scheduler."""
+        return {}
+
+    def engine_class(self) -> type:
+        """The rollout engine class (its controller launches the servers)."""
+        from areal.engine import RemoteSGLangEngine
+
+        return RemoteSGLangEngine
+
+    def server_args(self, tp_size: int) -> dict[str, Any]:
+        """Arguments of a server the scheduler launches."""
+        from areal.api.cli_args import SGLangConfig
+
+        return SGLangConfig.build_args(
+            sglang_config=self.config.sglang, tp_size=tp_size, base_gpu_id=0
+        )
+
+
+def inference_of(config: MemAgentEvalConfig) -> ClusterInference:
+    """The config's ``run.inference`` class, built for ``config``."""
+    cls = import_from_string(config.run.inference)
+    if not (isinstance(cls, type) and issubclass(cls, ClusterInference)):
+        raise EvalRefused(
+            f"run.inference={config.run.inference!r} is not a ClusterInference"
+        )
+    return cls(config)
+
+
+@contextlib.contextmanager
+def open_engine(
+    config: MemAgentEvalConfig, inference: ClusterInference
+) -> Iterator[Any]:
+    """SGLang launched by AReaL (``scheduler.type`` set), or running servers."""
+    from areal.engine import RemoteSGLangEngine
+
+    ev, rollout = config.eval, config.rollout
+    rollout.max_head_offpolicyness = int(1e12)  # weights never change here
+    rollout.max_concurrent_rollouts = ev.concurrency
+    rollout.consumer_batch_size = ev.concurrency
+    rollout.check_trajectory_format = False  # the workflow returns plain records
+    with contextlib.ExitStack() as stack:
+        if config.scheduler.type is not None:
+            stack.enter_context(inference.single_controller())
+            stack.enter_context(ray_for(config.scheduler.type))
+            engine = launch_sglang(config, inference)
+        else:
+            addrs = stack.enter_context(inference.servers())
+            engine = RemoteSGLangEngine(rollout)
+            try:  # without addresses: servers registered under rollout.experiment/trial
+                engine.initialize(addr=addrs or None, train_data_parallel_size=1)
+            except RuntimeError as exc:
+                raise EvalRefused(
+                    f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
+                    "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
+                    "use a CPU config (config_eval_cpu.yaml)."
+                ) from exc
+        stack.callback(engine.destroy)
+        yield engine
+
+
+def launch_sglang(config: MemAgentEvalConfig, inference: ClusterInference) -> Any:
+    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``."""
+    from areal.api.alloc_mode import ModelAllocation
+    from areal.infra import LocalScheduler, RayScheduler, SlurmScheduler
+
+    kinds = {"local": LocalScheduler, "ray": RayScheduler, "slurm": SlurmScheduler}
+    if config.scheduler.type not in kinds:
+        raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
+    alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")
+    if alloc.backend != "sglang":
+        raise EvalRefused(
+            f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
+        )
+    scheduler = kinds[config.scheduler.type](
+        exp_config=config, **inference.scheduler_kwargs()
+    )
+    engine = inference.engine_class().as_controller(config.rollout, scheduler)
+    engine.initialize(
+        role="eval-rollout", server_args=inference.server_args(alloc.parallel.tp_size)
+    )
+    return engine

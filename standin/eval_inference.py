@@ -1,0 +1,49 @@
+"""The CPU stand-in as an eval run's inference (``run.inference`` of config_eval_cpu.yaml).
+
+What a cluster would provide, on this machine: synthetic eval files where
+missing, the tiny model at ``actor.path``, and the stand-in server in place of
+SGLang (started here, or launched by AReaL's scheduler).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from memagent_workflow.eval.engine import ClusterInference
+from standin.backend import StandinSGLangEngine
+from standin.config import StandinEvalConfig
+from standin.cpu_job import ensure_synthetic_eval, single_controller, standin_server
+from standin.launch import server_args_of
+from standin.tiny_model import build_tiny_model
+
+
+class StandinInference(ClusterInference):
+    """Tiny model, synthetic data and the stand-in server, on CPU."""
+
+    config: StandinEvalConfig
+
+    def prepare(self) -> None:
+        ensure_synthetic_eval(self.config)
+        build_tiny_model(self.config.actor.path, seed=self.config.standin.seed)
+
+    def single_controller(self) -> contextlib.AbstractContextManager[None]:
+        return single_controller(self.config)
+
+    @contextlib.contextmanager
+    def servers(self) -> Iterator[list[str]]:
+        log_file = Path(self.config.eval.output_dir) / "standin_server.log"
+        with standin_server(self.config, log_file) as addr:
+            yield [addr]
+
+    def scheduler_kwargs(self) -> dict[str, Any]:
+        # A loaded 2-core machine starts workers slowly.
+        return {"startup_timeout": self.config.standin.startup_timeout}
+
+    def engine_class(self) -> type:
+        return StandinSGLangEngine
+
+    def server_args(self, tp_size: int) -> dict[str, Any]:
+        return server_args_of(self.config.sglang)
