@@ -1,0 +1,144 @@
+"""Time budgets: one group's duration against ``rollout.request_timeout``, and an
+SGLang start against ``rollout.setup_timeout``.
+
+Under ``scheduler.type=local|ray`` AReaL's rollout controller waits for a whole
+task with ``request_timeout`` (areal/infra/controller/rollout_controller.py,
+"Rollout timed out"), and one task is one question's group: its episodes run
+at once, each turn after turn. Without a scheduler (SPMD), the timeout bounds
+one model call. A turn's duration is the user's (``--turn-seconds``) or
+estimated: its new tokens at a per-request decode rate, times how many turns
+wait for each one that runs in SGLang's KV cache (the memory check).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memagent_workflow.preflight.memory import sglang_memory
+from memagent_workflow.preflight.model import weights_local
+from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
+
+if TYPE_CHECKING:
+    from memagent_workflow.preflight.run import Run
+
+FAMILY = "time"
+CHARS_PER_TOKEN = 4  # English text, for the chunk count of the longest row
+SERVER_START_S = 120  # SGLang: load weights from local disk, capture CUDA graphs
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.1f} min" if seconds >= 120 else f"{seconds:.0f} s"
+
+
+def turns_per_episode(run: Run) -> tuple[int | None, str]:
+    """Memory turns plus the final turn, from max_chunks or the longest row."""
+    m = run.config.memagent
+    if m.max_chunks:
+        return m.max_chunks + 1, f"max_chunks {m.max_chunks} + 1"
+    if run.longest_context_chars:
+        chunks = -(-run.longest_context_chars // (CHARS_PER_TOKEN * m.chunk_tokens))
+        return chunks + 1, f"longest row ~{chunks} chunks + 1"
+    return None, "no max_chunks and no rows read"
+
+
+def turn_seconds(run: Run) -> tuple[float | None, str]:
+    """One turn's duration under load, and how it was obtained."""
+    opts = run.options
+    if opts.turn_seconds is not None:
+        return opts.turn_seconds, f"{opts.turn_seconds:g} s/turn (--turn-seconds)"
+    if not run.gpu_run:
+        return None, "CPU run: give --turn-seconds to check"
+    m = run.config.memagent
+    new = max(m.max_memory_tokens, m.max_final_tokens)
+    base = new / opts.decode_tokens_per_s
+    shape = run.model[0]
+    if shape is None or run.servers_running:
+        return (
+            base,
+            f"{base:.0f} s/turn ({new} tokens at {opts.decode_tokens_per_s:g}/s)",
+        )
+    est = sglang_memory(run, shape, run.gpu_memory_bytes[0])
+    return base * est.queue_factor, (
+        f"{base * est.queue_factor:.0f} s/turn ({new} tokens at "
+        f"{opts.decode_tokens_per_s:g}/s x{est.queue_factor:.1f} queued)"
+    )
+
+
+def check_request_timeout(run: Run) -> Check:
+    name = "rollout.request_timeout"
+    timeout = run.config.rollout.request_timeout
+    per_turn, how = turn_seconds(run)
+    if per_turn is None:
+        return not_applicable(FAMILY, name, how)
+    turns, turns_how = turns_per_episode(run)
+    if run.scheduler is None:  # SPMD: one HTTP call per turn
+        found, need = f"one call ~{_minutes(per_turn)}: {how}", per_turn
+        scope = "one model call (SPMD)"
+    elif turns is None:
+        return warn(
+            FAMILY,
+            name,
+            f"turns per episode unknown ({turns_how})",
+            f"> one group's duration ({timeout:g} s now)",
+            "set memagent.max_chunks or provide the data to bound the group",
+        )
+    else:
+        episodes = 1 if run.is_eval else run.config.memagent.group_size
+        need = turns * per_turn
+        found = (
+            f"one group ({episodes} episodes at once) ~{_minutes(need)}: "
+            f"{turns} turns ({turns_how}) x {how}"
+        )
+        scope = "one group (AReaL times a whole task under a scheduler)"
+    needed = f"{timeout:g} s > {scope}"
+    if timeout <= need:
+        return fail(
+            FAMILY,
+            name,
+            found,
+            needed,
+            f"every task would time out and be rejected: raise rollout.request_timeout "
+            f"above {2 * need:.0f} s (per-call failures are memagent.engine_retry_s's)",
+        )
+    if timeout < 2 * need:
+        return warn(
+            FAMILY, name, found, needed, "less than 2x headroom over the estimate"
+        )
+    return ok(FAMILY, name, found, needed)
+
+
+def check_setup_timeout(run: Run) -> Check:
+    name = "rollout.setup_timeout"
+    if not run.gpu_run or run.servers_running:
+        return not_applicable(FAMILY, name, "no SGLang server started by this run")
+    timeout = run.config.rollout.setup_timeout
+    path = run.config.actor.path
+    shape = run.model[0]
+    start = SERVER_START_S
+    found = f"~{start} s to start SGLang"
+    local = weights_local(path)
+    if not local:
+        if shape is None:
+            return warn(
+                FAMILY,
+                name,
+                f"{path} not cached, size unknown",
+                f"{timeout:g} s > download + start",
+                "download the model before the run (huggingface-cli download)",
+            )
+        size = shape.params * 2
+        start += size / (run.options.download_mb_per_s * 1e6)
+        found = (
+            f"{path} not local: download {size / 1e9:.0f} GB at "
+            f"{run.options.download_mb_per_s:g} MB/s + start = ~{start:.0f} s"
+        )
+    needed = f"{timeout:g} s, 2x the estimate"
+    if 2 * start > timeout:
+        return warn(
+            FAMILY,
+            name,
+            found,
+            needed,
+            "download the model on every node first, or raise rollout.setup_timeout",
+        )
+    return ok(FAMILY, name, found, needed)

@@ -1,0 +1,224 @@
+"""Per-GPU memory estimates from the model's shape, as AReaL 1.0.4 keeps the model.
+
+FSDP actor (areal/engine/fsdp_engine.py): parameters are *stored* in
+``optimizer_dtype`` (float32 by default: fp32 master weights; FSDP2's
+mixed-precision policy casts to ``dtype`` for forward and backward), gradients
+take the storage dtype, and AdamW keeps two moments in it too. All of it is
+sharded over the actor's data-parallel ranks. The reference model is an FSDP
+engine of its own, stored the same way, without gradients or optimizer. Before
+sharding, every rank loads the *whole* model in the storage dtype onto its GPU
+(unless ``actor.fsdp.memory_efficient_load``), while the actor's shards of the
+earlier engine are already resident: that is the load peak.
+
+SGLang: the weights in ``sglang.dtype`` split over TP, and a static pool of
+``mem_fraction_static`` of the GPU for weights plus KV cache; the KV tokens left
+decide how many turns run at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from memagent_workflow.preflight.hardware import gib
+from memagent_workflow.preflight.model import ModelShape
+from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
+
+if TYPE_CHECKING:
+    from memagent_workflow.preflight.run import Run
+
+FAMILY = "memory"
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+TEMPLATE_TOKENS = 256  # chat template and question around a turn's chunk and memory
+
+
+@dataclass(frozen=True)
+class ActorMemory:
+    """Bytes per actor GPU."""
+
+    weights: int  # master weights (storage dtype), sharded
+    grads: int
+    adam: int
+    ref: int
+    activations: int  # rough: checkpoints, one layer's recompute, the logits
+    load_peak: int
+
+    @property
+    def state(self) -> int:
+        return self.weights + self.grads + self.adam + self.ref
+
+    @property
+    def steady(self) -> int:
+        return self.state + self.activations
+
+
+def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
+    """What one of ``dp`` FSDP ranks (the actor's GPUs) holds, and its load peak."""
+    actor = config.actor
+    n = shape.params
+    store = DTYPE_BYTES[actor.optimizer_dtype]
+    moments = 0
+    if actor.optimizer is not None and actor.optimizer.type != "sgd":
+        moments = 2 * (2 if actor.optimizer.type == "adam_bf16" else store)
+    ref = 0
+    ref_whole = 0
+    if config.ref is not None and actor.kl_ctl > 0:
+        ref_whole = n * DTYPE_BYTES[config.ref.optimizer_dtype]
+        ref = ref_whole // dp
+    tokens = actor.mb_spec.max_tokens_per_mb or 16384
+    compute = DTYPE_BYTES[actor.dtype]
+    layer_in = shape.layers * tokens * shape.hidden * compute
+    recompute = tokens * (4 * shape.hidden + 3 * shape.intermediate) * compute
+    logits = tokens * shape.vocab * (compute + 4)  # and their fp32 log-softmax
+    whole = n * store
+    peak = (
+        0 if actor.fsdp.memory_efficient_load else max(whole, whole // dp + ref_whole)
+    )
+    return ActorMemory(
+        weights=whole // dp,
+        grads=whole // dp,
+        adam=n * moments // dp,
+        ref=ref,
+        activations=(layer_in if actor.gradient_checkpointing else layer_in * 8)
+        + recompute
+        + logits,
+        load_peak=peak,
+    )
+
+
+@dataclass(frozen=True)
+class SGLangMemory:
+    """One SGLang server (TP group) on GPUs of ``gpu_bytes``."""
+
+    weights: int  # per GPU
+    pool: int  # mem_fraction_static x GPU
+    kv_tokens: int
+    turn_tokens: int
+    planned_turns: int  # concurrent turns per server the config plans
+
+    @property
+    def turns_held(self) -> int:
+        return self.kv_tokens // max(1, self.turn_tokens)
+
+    @property
+    def queue_factor(self) -> float:
+        """How many turns wait for one that runs (>= 1)."""
+        return max(1.0, self.planned_turns / max(1, self.turns_held))
+
+
+def turn_tokens(config) -> int:
+    """KV tokens of a typical memory turn: chunk, memory in and out, template."""
+    m = config.memagent
+    need = m.chunk_tokens + 2 * m.max_memory_tokens + TEMPLATE_TOKENS
+    return min(config.gconfig.max_tokens, need)
+
+
+def planned_turns(run: Run) -> int:
+    """Turns in flight per SGLang server when the run is at full concurrency."""
+    config = run.config
+    if run.is_eval:
+        episodes = config.eval.concurrency
+    else:
+        episodes = (
+            config.rollout.max_concurrent_rollouts or config.rollout.consumer_batch_size
+        ) * config.memagent.group_size
+    return -(-episodes // max(1, run.layout.rollout_servers))
+
+
+def sglang_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> SGLangMemory:
+    sg, tp = run.config.sglang, run.layout.rollout_tp
+    dtype = DTYPE_BYTES.get(sg.dtype, 2)
+    kv_dtype = 1 if "fp8" in (sg.kv_cache_dtype or "") else dtype
+    weights = shape.params * dtype // tp
+    pool = int((sg.mem_fraction_static or 0.9) * gpu_bytes)
+    kv = max(0, pool - weights) // shape.kv_bytes_per_token(tp, kv_dtype)
+    return SGLangMemory(weights, pool, kv, turn_tokens(run.config), planned_turns(run))
+
+
+def _no_model(run: Run, name: str) -> Check | None:
+    shape, why = run.model
+    if shape is None:
+        return warn(
+            FAMILY,
+            name,
+            f"not estimated: {why}",
+            "config.json of actor.path",
+            "run where the model is cached, or pass --allow-download",
+        )
+    return None
+
+
+def check_actor(run: Run) -> Check:
+    name = "FSDP actor per GPU"
+    if run.is_eval:
+        return not_applicable(FAMILY, name, "eval: no FSDP actor")
+    if not run.gpu_run:
+        return not_applicable(FAMILY, name, "CPU run")
+    if (missing := _no_model(run, name)) is not None:
+        return missing
+    shape = run.model[0]
+    dp = max(1, run.layout.actor_gpus)  # FSDP shards over every actor GPU
+    est = actor_memory(shape, run.config, dp)
+    gpu, gpu_name = run.gpu_memory_bytes
+    found = (
+        f"{shape.params / 1e9:.2f}B params on {dp} GPU(s): weights {gib(est.weights)}"
+        f" + grads {gib(est.grads)} + Adam {gib(est.adam)} "
+        f"({run.config.actor.optimizer_dtype}) + ref {gib(est.ref)} = {gib(est.state)};"
+        f" activations ~{gib(est.activations)}; load peak {gib(est.load_peak)}"
+    )
+    needed = f"<= {gib(gpu)} ({gpu_name})"
+    if est.state > gpu or est.load_peak > gpu:
+        what = "the sharded state" if est.state > gpu else "loading the whole model"
+        return fail(
+            FAMILY,
+            name,
+            found,
+            needed,
+            f"{what} does not fit: more FSDP GPUs (actor.backend), "
+            "actor.fsdp.memory_efficient_load=true for the load peak",
+        )
+    if est.steady > 0.95 * gpu:
+        return warn(
+            FAMILY,
+            name,
+            found,
+            needed,
+            "activations may not fit: lower actor.mb_spec.max_tokens_per_mb",
+        )
+    return ok(FAMILY, name, found, needed)
+
+
+def check_sglang(run: Run) -> Check:
+    name = "SGLang KV cache per server"
+    if not run.gpu_run or run.servers_running:
+        return not_applicable(FAMILY, name, "no SGLang server started by this run")
+    if (missing := _no_model(run, name)) is not None:
+        return missing
+    gpu, gpu_name = run.gpu_memory_bytes
+    est = sglang_memory(run, run.model[0], gpu)
+    mfs = run.config.sglang.mem_fraction_static
+    found = (
+        f"pool {gib(est.pool)} (mem_fraction_static {mfs} of {gib(gpu)}) - weights "
+        f"{gib(est.weights)} = {est.kv_tokens / 1e3:.0f}K KV tokens = "
+        f"{est.turns_held} turns of {est.turn_tokens} tokens"
+    )
+    needed = f"{est.planned_turns} concurrent turns per server (planned)"
+    if est.kv_tokens <= run.config.gconfig.max_tokens:
+        return fail(
+            FAMILY,
+            name,
+            found,
+            f"> gconfig.max_tokens ({run.config.gconfig.max_tokens}) KV tokens",
+            "the weights leave no room for one turn: raise "
+            "sglang.mem_fraction_static or use TP (rollout.backend)",
+        )
+    if est.turns_held < est.planned_turns:
+        return warn(
+            FAMILY,
+            name,
+            found,
+            needed,
+            f"turns queue in SGLang (x{est.queue_factor:.1f} per turn); the time "
+            "budget below counts it",
+        )
+    return ok(FAMILY, name, found, needed)

@@ -1,0 +1,145 @@
+"""What the preflight knows about the planned run: its config, the user's
+estimates (command-line options) and the probes of this machine.
+
+A *GPU run* is one whose layout asks for GPUs (``cluster.n_gpus_per_node`` or a
+worker spec's ``gpu``); ``config_cpu.yaml`` asks for none, so its GPU items are
+not applicable. The layout is read from ``rollout.backend`` and ``actor.backend``
+(and the SPMD launcher's ``allocation_mode`` when set), as AReaL reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from memagent_workflow.preflight.model import ModelShape, find_model_config
+from memagent_workflow.preflight.probes import (
+    HardwareProbe,
+    PackageProbe,
+    RayProbe,
+    RayState,
+    TorchHardware,
+)
+
+
+@dataclass
+class Options:
+    """The user's estimates and statements (``examples/preflight.py`` flags)."""
+
+    turn_seconds: float | None = None
+    decode_tokens_per_s: float = 20.0
+    gpu_memory_gib: float = 80.0
+    download_mb_per_s: float = 100.0
+    allow_download: bool = False
+    shared_fs: bool = False
+    max_rows: int | None = None
+
+
+@dataclass
+class Layout:
+    """GPUs per role, as AReaL allocates them."""
+
+    rollout_servers: int  # SGLang data-parallel replicas
+    rollout_tp: int
+    rollout_gpus: int
+    actor_gpus: int
+
+    @property
+    def gpus(self) -> int:
+        return self.rollout_gpus + self.actor_gpus
+
+
+@dataclass
+class Run:
+    """The config of the planned run and the probes the checks ask."""
+
+    config: Any
+    kind: str  # "train" or "eval"
+    options: Options = field(default_factory=Options)
+    hardware: HardwareProbe = field(default_factory=TorchHardware)
+    packages: PackageProbe = field(default_factory=PackageProbe)
+    ray: RayProbe = field(default_factory=RayProbe)
+
+    @property
+    def scheduler(self) -> str | None:
+        return self.config.scheduler.type
+
+    @property
+    def is_eval(self) -> bool:
+        return self.kind == "eval"
+
+    @property
+    def gpu_run(self) -> bool:
+        specs = [
+            *self.config.actor.scheduling_spec,
+            *self.config.rollout.scheduling_spec,
+        ]
+        return self.config.cluster.n_gpus_per_node > 0 or any(s.gpu > 0 for s in specs)
+
+    # Filled by the data checks, read by the time and disk checks.
+    train_rows: int | None = None
+    longest_context_chars: int | None = None
+
+    @property
+    def job_provides_inputs(self) -> bool:
+        """Whether the config's ``run:`` hook stands in for a cluster (a CPU
+        config: ``run.job`` for training, ``run.inference`` for eval). It then
+        builds the model, writes missing data and starts its own Ray."""
+        run = self.config.run
+        if self.is_eval:
+            from memagent_workflow.eval.config import EvalRunConfig
+
+            return run.inference != EvalRunConfig().inference
+        return bool(run.job)
+
+    @property
+    def hook(self) -> str:
+        """The ``run:`` key of that hook, for messages."""
+        return "run.inference" if self.is_eval else "run.job"
+
+    @property
+    def servers_running(self) -> bool:
+        """An eval against servers started elsewhere (``AREAL_LLM_SERVER_ADDRS``)."""
+        return self.is_eval and self.scheduler is None and not self.allocation_mode
+
+    @property
+    def allocation_mode(self) -> str:
+        return getattr(self.config, "allocation_mode", "") or ""
+
+    @cached_property
+    def layout(self) -> Layout:
+        from areal.api.alloc_mode import ModelAllocation
+
+        rollout = ModelAllocation.from_str(self.config.rollout.backend, name="rollout")
+        servers, tp = rollout.parallel.dp_size, rollout.parallel.tp_size
+        rollout_gpus = 0 if self.servers_running else rollout.parallel.world_size
+        actor_gpus = 0
+        if not self.is_eval:
+            actor = ModelAllocation.from_str(self.config.actor.backend, name="actor")
+            actor_gpus = actor.parallel.world_size
+        return Layout(servers, tp, rollout_gpus, actor_gpus)
+
+    @cached_property
+    def model(self) -> tuple[ModelShape | None, str]:
+        """The model's shape from its config.json, or None and why not."""
+        return find_model_config(
+            self.config.actor.path, allow_download=self.options.allow_download
+        )
+
+    @cached_property
+    def ray_state(self) -> RayState:
+        return self.ray.probe()
+
+    @cached_property
+    def gpus(self):
+        return self.hardware.gpus()
+
+    @property
+    def gpu_memory_bytes(self) -> tuple[int, str]:
+        """Memory of one GPU: the smallest visible, else the assumed size."""
+        if self.gpus:
+            g = min(self.gpus, key=lambda g: g.total_bytes)
+            return g.total_bytes, f"{g.name}"
+        gib = self.options.gpu_memory_gib
+        return int(gib * 2**30), f"assumed {gib:g} GiB GPU (--gpu-memory-gib)"

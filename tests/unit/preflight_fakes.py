@@ -1,0 +1,141 @@
+"""Faked machines for the preflight tests: GPUs, host, packages, Ray, and a
+Qwen2.5-7B ``config.json`` written from its published numbers."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+from memagent_workflow.preflight import Options, Run
+from memagent_workflow.preflight.probes import (
+    GPU,
+    Host,
+    PackageProbe,
+    RayNode,
+    RayState,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+GIB = 2**30
+H100_BYTES = int(79.6 * GIB)  # what an H100 80GB reports
+
+# Qwen/Qwen2.5-7B-Instruct's config.json (the published model card numbers).
+QWEN25_7B = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 3584,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 28,
+    "num_key_value_heads": 4,
+    "intermediate_size": 18944,
+    "vocab_size": 152064,
+    "tie_word_embeddings": False,
+    "torch_dtype": "bfloat16",
+}
+QWEN25_7B_PARAMS = 7_615_616_512  # the published parameter count
+
+
+def write_model(folder: Path, cfg: dict = QWEN25_7B) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def gpus(n: int = 8, sm=(9, 0), free_gib: float = 79.0, total=H100_BYTES) -> list[GPU]:
+    return [
+        GPU(i, "NVIDIA H100 80GB HBM3", sm, total, int(free_gib * GIB))
+        for i in range(n)
+    ]
+
+
+class FakeHardware:
+    def __init__(self, gpu_list=(), cpus: int = 128, memory_gib: float = 1024):
+        self._gpus = list(gpu_list)
+        self._host = Host(cpus, int(memory_gib * GIB))
+
+    def gpus(self) -> list[GPU]:
+        return list(self._gpus)
+
+    def host(self) -> Host:
+        return self._host
+
+
+class FakePackages(PackageProbe):
+    """Installed versions by name; the rest of the environment as given."""
+
+    def __init__(
+        self,
+        versions: dict[str, str] | None = None,
+        cuda: str | None = "12.8",
+        nccl: str | None = "2.27.5",
+        path_prefix: str | None = "/env",
+    ):
+        self.versions = {"torch": "2.9.1", **(versions or {})}
+        self.cuda, self._nccl, self.path_prefix = cuda, nccl, path_prefix
+
+    def version(self, dist):
+        return self.versions.get(dist)
+
+    def torch_cuda(self):
+        return self.cuda
+
+    def nccl(self):
+        return self._nccl
+
+    def path_python_prefix(self):
+        return "/somewhere/bin/python3", self.path_prefix
+
+    def own_prefix(self):
+        return "/env"
+
+
+class FakeRay:
+    def __init__(self, nodes=None, error: str | None = None):
+        self.state = RayState(nodes=list(nodes or []), error=error)
+
+    def probe(self) -> RayState:
+        return self.state
+
+
+def h100_node(memory_gib: float, cpus: float = 128, gpus: float = 8) -> RayNode:
+    return RayNode(f"10.0.0.{int(memory_gib) % 250}", cpus, gpus, memory_gib * GIB)
+
+
+def load(config: str = "config.yaml", *overrides: str):
+    """The config as the entry script that runs it loads it."""
+    if "eval" in config:
+        from examples.eval import load_config
+    else:
+        from examples.train import load_config
+    return load_config(["--config", str(ROOT / config), *overrides])
+
+
+def changed(cfg, **dotted):
+    """A copy of ``cfg`` with ``a__b=value`` set at ``a.b`` (keys YAML may lack)."""
+    cfg = copy.deepcopy(cfg)
+    for key, value in dotted.items():
+        *parents, leaf = key.split("__")
+        target = cfg
+        for p in parents:
+            target = getattr(target, p)
+        setattr(target, leaf, value)
+    return cfg
+
+
+def run_of(
+    config,
+    hardware=None,
+    packages=None,
+    ray=None,
+    kind: str = "train",
+    **options,
+) -> Run:
+    return Run(
+        config,
+        kind,
+        Options(**options),
+        hardware=hardware or FakeHardware(gpus()),
+        packages=packages or FakePackages({"sglang": "0.5.10.post1"}),
+        ray=ray or FakeRay(error="no cluster"),
+    )

@@ -1,0 +1,65 @@
+"""The AReaL 1.0.4 and transformers facts the preflight's checks rest on, read
+from the installed sources: an upgrade that changes one fails here, naming it."""
+
+from __future__ import annotations
+
+import inspect
+
+from memagent_workflow.preflight.packages import FLASH_IMPORTS, SGLANG_MIN
+
+
+def test_areal_checks_the_sglang_version_the_preflight_asks_for():
+    from areal.api.cli_args import SGLangConfig
+
+    source = inspect.getsource(SGLangConfig.build_args)
+    assert f'is_version_greater_or_equal("sglang", "{SGLANG_MIN}")' in source
+
+
+def test_areal_stores_the_actor_in_fp32_by_default():
+    from areal.api.cli_args import PPOActorConfig
+    from areal.engine.fsdp_engine import FSDPEngine
+
+    assert PPOActorConfig.__dataclass_fields__["optimizer_dtype"].default == "float32"
+    # the model is created and loaded in the storage dtype, not the compute dtype
+    for method in (
+        FSDPEngine._create_llm_actor_or_critic,
+        FSDPEngine._create_device_model,
+    ):
+        assert "getattr(torch, self.config.optimizer_dtype)" in inspect.getsource(
+            method
+        )
+
+
+def test_request_timeout_bounds_a_whole_task_under_the_controller():
+    from areal.infra.controller.rollout_controller import RolloutController
+
+    source = inspect.getsource(RolloutController)
+    assert (
+        "await asyncio.wait_for(future, timeout=self.config.request_timeout)" in source
+    )
+    assert 'f"Rollout timed out after {self.config.request_timeout}s"' in source
+
+
+def test_sglang_defaults_to_fa3_and_attn_impl_to_flash_attention_2():
+    from areal.api.cli_args import PPOActorConfig, SGLangConfig
+
+    assert SGLangConfig.__dataclass_fields__["attention_backend"].default == "fa3"
+    assert (
+        PPOActorConfig.__dataclass_fields__["attn_impl"].default == "flash_attention_2"
+    )
+
+
+def test_transformers_imports_what_the_preflight_imports():
+    from transformers import modeling_flash_attention_utils as fa
+
+    source = inspect.getsource(fa)
+    for modules in FLASH_IMPORTS.values():
+        for module, names in modules.items():
+            assert f"from {module} import {', '.join(names)}" in source, module
+
+
+def test_ray_bundles_carry_the_worker_spec_per_worker():
+    from areal.infra.utils import ray_placement_group as rpg
+
+    source = inspect.getsource(rpg._bundle_spec)
+    assert '"memory": mem * 1024**3' in source
