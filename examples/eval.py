@@ -31,6 +31,8 @@ from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets
 from memagent_workflow.eval.checks import (
     EvalRefused,
+    check_official_questions,
+    check_preset,
     check_workflow,
     prepare_output,
     scan_lengths,
@@ -55,14 +57,16 @@ def run_length(
     answers: dict[str, list[str]],
     kwargs: dict[str, Any],
 ) -> None:
-    """Evaluate every not-yet-scored sample of ``eval_{n}.json``, writing as they finish."""
+    """Evaluate every not-yet-scored sample ``(id, repeat)`` of ``eval_{n}.json``,
+    writing each as it finishes."""
     ev = config.eval
     out_path = results.results_path(ev.output_dir, n)
     done = results.scored_ids(results.read_records(out_path))
-    todo = {i for i in answers if i not in done}
+    wanted = [(i, k) for k in range(ev.n_samples) for i in answers]
+    todo = {key for key in wanted if key not in done}
     bar = tqdm(
-        total=len(answers),
-        initial=len(answers) - len(todo),
+        total=len(wanted),
+        initial=len(wanted) - len(todo),
         desc=f"eval_{n}",
         unit="sample",
         file=sys.stderr,
@@ -76,7 +80,7 @@ def run_length(
             path = sets.eval_file(ev.data_root, n)
             for rec in stream(engine, path, todo, kwargs, ev.concurrency):
                 writer.write(rec)
-                todo.discard(rec["id"])
+                todo.discard(results.sample_key(rec))
                 tokens, written = tokens + rec["output_tokens"], written + 1
                 failed += rec["error"] is not None
                 bar.update(1)
@@ -86,12 +90,14 @@ def run_length(
                     f"eval_{n}: {len(todo)} sample(s) got no result from the engine "
                     f"(attempt {attempt + 1}/{1 + ev.max_retries})"
                 )
-        for sid in sorted(todo):  # the engine never answered: record why
+        for sid, k in sorted(todo):  # the engine never answered: record why
             writer.write(
                 results.make_record(
                     sid,
                     answers[sid],
                     None,
+                    protocol=config.memagent.answer_protocol,
+                    repeat=k,
                     error=f"no result from the inference engine (rejected or timed "
                     f"out) after {1 + ev.max_retries} attempts",
                 )
@@ -104,17 +110,28 @@ def run_length(
 
 
 def stream(
-    engine: Any, path: Path, want: set[str], kwargs: dict[str, Any], concurrency: int
+    engine: Any,
+    path: Path,
+    want: set[results.SampleKey],
+    kwargs: dict[str, Any],
+    concurrency: int,
 ) -> Iterator[dict[str, Any]]:
-    """Records of the samples ``want`` of ``path``, ``concurrency`` in flight at once.
+    """Records of the samples ``want`` (``(id, repeat)``) of ``path``,
+    ``concurrency`` in flight at once; the repeats of a question go out together.
 
     The file is read lazily, so only the samples in flight are held in memory.
     A None from the engine (a task it dropped) is not attributable; its sample
     is simply not yielded and the caller retries what is left.
     """
-    samples = (s for s in sets.iter_eval_file(path) if s["id"] in want)
+    repeats = sorted({k for _, k in want})
+    samples = (
+        {**s, "repeat": k}
+        for s in sets.iter_eval_file(path)
+        for k in repeats
+        if (s["id"], k) in want
+    )
     running = 0
-    pending: set[str] = set()
+    pending: set[results.SampleKey] = set()
     exhausted = False
     while True:
         while not exhausted and running < concurrency:
@@ -123,16 +140,18 @@ def stream(
                 exhausted = True
                 break
             engine.submit(sample, workflow=WORKFLOW, workflow_kwargs=kwargs)
-            pending.add(sample["id"])
+            pending.add((sample["id"], sample["repeat"]))
             running += 1
         if running == 0:
             return
         for rec in engine.wait(count=1, timeout=5.0, raise_timeout=False):
             running -= 1
-            if rec is None or rec.get("id") not in pending:
+            ok = isinstance(rec, dict) and "id" in rec
+            key = results.sample_key(rec) if ok else None
+            if key is None or key not in pending:
                 logger.warning(f"dropped result from the engine: {rec!r:.200}")
                 continue
-            pending.discard(rec["id"])
+            pending.discard(key)
             yield rec
 
 
@@ -144,19 +163,31 @@ def write_summary(
     """summary.json, results.md and accuracy.png from what is on disk."""
     ev, g, mem = config.eval, config.gconfig, config.memagent
     label = ev.label or Path(config.actor.path.rstrip("/")).name
+    answer = {
+        "boxed": "final answer in \\boxed{}",
+        "answer_is": "final answer after 'the answer is'",
+    }[mem.answer_protocol]
     meta = {
         "model": config.actor.path,
         "label": label,
+        "preset": ev.preset,
+        "answer_protocol": mem.answer_protocol,
+        "n_samples": ev.n_samples,
+        "headline": ev.headline,
+        "prompt_build": mem.prompt_build,
         "protocol": (
-            f"RULER-HQA, one episode per question, boxed final answer, sub-EM; "
-            f"temperature {g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
+            f"RULER-HQA{' (preset: ' + ev.preset + ')' if ev.preset else ''}, "
+            f"{ev.n_samples} sample(s) per question, {answer}, sub-EM against the "
+            f"first gold answer (the original's per-sample score); temperature "
+            f"{g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
             f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
             f"max_chunks {mem.max_chunks or 'none'}, "
-            f"prompts {load_prompts(mem.prompts).source}"
+            f"prompts {load_prompts(mem.prompts, mem.answer_protocol).source} "
+            f"(encoded as {mem.prompt_build})"
         ),
     }
     summary = results.summarize(
-        ev.output_dir, {n: list(a) for n, a in ids.items()}, meta
+        ev.output_dir, {n: list(a) for n, a in ids.items()}, meta, ev.n_samples
     )
     built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
     for row in summary["lengths"]:
@@ -167,7 +198,9 @@ def write_summary(
             "--build (the official questions, documents sampled here), not the "
             "official sets"
         )
-    summary["anchors"] = report.anchors_for([r["length"] for r in summary["lengths"]])
+    summary["anchors"] = report.anchors_for(
+        [r["length"] for r in summary["lengths"]], config.actor.path
+    )
     write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
     report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
     return summary
@@ -191,15 +224,18 @@ def main(argv: list[str]) -> None:
 
 def evaluate(config: MemAgentEvalConfig) -> None:
     """Every configured length, then summary.json, results.md and accuracy.png."""
+    check_preset(config)
     inference = inference_of(config)
     inference.prepare()
     kwargs = check_workflow(config)
     ids, kinds = scan_lengths(config)
+    check_official_questions(config, ids, kinds)
     out = prepare_output(config)
+    repeats = range(config.eval.n_samples)
     todo = [
         n
         for n in config.eval.lengths
-        if set(ids[n])
+        if {(i, k) for i in ids[n] for k in repeats}
         - results.scored_ids(results.read_records(results.results_path(out, n)))
     ]
     if todo:
@@ -213,8 +249,10 @@ def evaluate(config: MemAgentEvalConfig) -> None:
     for row in summary["lengths"]:
         logger.info(
             f"N={row['length']}: n={row['n']} failed={row['failures']} "
+            f"empty={row['empty']} "
             + " ".join(f"{k}={row[k]}" for k in ("sub_em", "em", "f1"))
             + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
+            + f" | best of {row['repeats']}: sub_em={row['sub_em_best']}"
         )
     logger.info(f"results in {config.eval.output_dir}/results.md")
 

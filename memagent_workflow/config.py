@@ -53,6 +53,14 @@ class MemAgentConfig:
     initial_memory: str = field(
         default="No previous memory", metadata={"help": "Memory before turn 1."}
     )
+    wipe_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "An ablation: every turn, the final one included, is given the "
+            "initial memory instead of the one just written, so nothing read "
+            "reaches the answer through the memory."
+        },
+    )
     reward: str = field(
         default="original",
         metadata={
@@ -60,6 +68,27 @@ class MemAgentConfig:
             "last 300 characters, case and spaces ignored) or 'squad' (boxed "
             "exact match after SQuAD normalisation, more lenient).",
             "choices": ["original", "squad"],
+        },
+    )
+    answer_protocol: str = field(
+        default="boxed",
+        metadata={
+            "help": "What the final turn answers with, and how it is read and "
+            "scored: 'boxed' (\\boxed{}, as the released models were trained) or "
+            "'answer_is' ('Therefore, the answer is ...', what the original "
+            "evaluation asked for). The same key in training and eval configs.",
+            "choices": ["boxed", "answer_is"],
+        },
+    )
+    prompt_build: str = field(
+        default="tokens",
+        metadata={
+            "help": "How a turn's prompt is encoded: 'tokens' (template pieces, the "
+            "question, the memory's and the chunk's ids put together, as the "
+            "original's training does) or 'text' (the whole message encoded from "
+            "text each turn, chunk and memory decoded, as the original's evaluation "
+            "script's server did).",
+            "choices": ["tokens", "text"],
         },
     )
     prompts: str | None = field(
@@ -76,6 +105,16 @@ class MemAgentConfig:
             "help": "How long a model call that fails (server error, dropped "
             "connection, timeout, server down) is made again before its episode "
             "fails; long enough to wait out a server restart."
+        },
+    )
+
+    skip_tied_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep the rows of groups whose rewards all tie (advantage 0 on "
+            "every row) out of the actor's reference, proximal and training passes "
+            "(docs/performance.md). Tied groups are counted in steps.jsonl either way. "
+            "Read by the trainer; the workflow marks tied rows whatever its value."
         },
     )
 
@@ -100,7 +139,11 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
-        reward_function(self.reward)  # raises on an unknown name
+        reward_function(self.reward, self.answer_protocol)  # raises on bad names
+        if self.prompt_build not in ("tokens", "text"):
+            raise ValueError(
+                f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
+            )
 
 
 @dataclass
@@ -199,7 +242,7 @@ def workflow_kwargs(
     workers get the template texts, so they need no access to the file.
     """
     memagent = asdict(config.memagent)
-    prompts = load_prompts(memagent.pop("prompts"))
+    prompts = load_prompts(memagent.pop("prompts"), memagent["answer_protocol"])
     kwargs = dict(
         gconfig=gconfig or config.gconfig,
         tokenizer=config.tokenizer_path,

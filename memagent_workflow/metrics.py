@@ -7,7 +7,7 @@ from areal import workflow_context
 from areal.utils import stats_tracker
 
 from memagent_workflow.episode import Document, Episode
-from memagent_workflow.reward import exact_match, extract_boxed, f1, sub_em
+from memagent_workflow.reward import exact_match, extract_answer, f1, sub_em
 
 
 def log_scalars(**stats: float) -> None:
@@ -17,12 +17,17 @@ def log_scalars(**stats: float) -> None:
 
 
 def log_group(
-    doc: Document, episodes: list[Episode], rewards: list[float], failed: int
+    doc: Document,
+    episodes: list[Episode],
+    rewards: list[float],
+    failed: int,
+    protocol: str = "boxed",
 ) -> None:
-    """Reward, answer scores, memory use, latency and rows of one finished group."""
+    """Reward, answer scores, memory use, latency and rows of one finished group;
+    answers read as ``protocol`` reads them (``final_boxed``: one was found)."""
     n_calls = sum(e.memory_turns + 1 for e in episodes)
     memory_turns = sum(e.memory_turns for e in episodes)
-    boxed = [extract_boxed(e.answer) for e in episodes]
+    boxed = [extract_answer(e.answer, protocol) for e in episodes]
     preds = [b or "" for b in boxed]
     stats = {
         "reward": float(np.mean(rewards)),

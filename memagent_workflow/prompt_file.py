@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from memagent_workflow.prompts import PromptTexts
+from memagent_workflow.prompts import PromptTexts, builtin_prompts
 
 SLOTS = {
     "memory_update": ("question", "memory", "chunk"),
@@ -64,10 +64,13 @@ def check_slots(name: str, text: str, where: str = "built-in prompts") -> None:
             raise bad(f"slot {{{slot}}} appears {counts[slot]} times; use it once")
 
 
-def load_prompts(path: str | os.PathLike | None) -> PromptTexts:
-    """The templates of a YAML or JSON file (None: the built-in ones), checked."""
+def load_prompts(
+    path: str | os.PathLike | None, protocol: str = "boxed"
+) -> PromptTexts:
+    """The templates of a YAML or JSON file, checked; None: the built-in ones,
+    whose final prompt asks for ``protocol``'s answer form."""
     if path is None or str(path) == "":
-        return PromptTexts()
+        return builtin_prompts(protocol)
     path = Path(path)
     where = f"prompts file {path}"
     try:
@@ -140,8 +143,11 @@ def check_fit(
             )
 
 
-def as_prompt_texts(prompts: PromptTexts | dict[str, str] | str | None) -> PromptTexts:
-    """Prompt texts from what a caller passes (texts, a file path, or None)."""
+def as_prompt_texts(
+    prompts: PromptTexts | dict[str, str] | str | None, protocol: str = "boxed"
+) -> PromptTexts:
+    """Prompt texts from what a caller passes (texts, a file path, or None for
+    the built-in ones of ``protocol``)."""
     if isinstance(prompts, PromptTexts):
         return prompts
     if isinstance(prompts, dict):
@@ -149,4 +155,4 @@ def as_prompt_texts(prompts: PromptTexts | dict[str, str] | str | None) -> Promp
         for name in SLOTS:
             check_slots(name, getattr(texts, name), texts.source)
         return texts
-    return load_prompts(prompts)
+    return load_prompts(prompts, protocol)

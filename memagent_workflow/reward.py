@@ -1,5 +1,13 @@
 """Answer extraction, the training rewards and the HotpotQA metrics.
 
+Two answer protocols, picked by ``memagent.answer_protocol`` (the same key in
+training and eval configs): ``boxed`` (the final answer in ``\\boxed{}``, as
+the released models were trained) and ``answer_is`` ("Therefore, the answer is
+...", what the original evaluation script asked for). ``extract_answer`` and
+``eval_score`` are the original evaluation's per-sample path for each
+(``taskutils/memory_eval/ruler_hqa.py`` with ``utils/__init__.py``), quirks
+included; each quirk is noted where it is reproduced.
+
 Two training rewards, picked by ``memagent.reward``:
 
 - ``original_reward`` (default): the verifier the released MemAgent models were
@@ -12,13 +20,17 @@ Two training rewards, picked by ``memagent.reward``:
   exact match after SQuAD normalisation (case, articles, punctuation, spaces):
   more lenient than the original.
 
-``sub_em``, ``exact_match`` and ``f1`` are the RULER-HQA evaluation metrics
-(SQuAD normalisation, max over the gold answers); evaluation scores ``sub_em``
-as the original evaluation does, whichever reward trained the model.
+With ``answer_protocol=answer_is`` both read the answer ``extract_answer``
+finds instead of a box (``reward_function``).
+
+``sub_em``, ``exact_match`` and ``f1`` are SQuAD-normalised metrics, max over
+the gold answers, logged during training. Evaluation scores as the original
+did: ``eval_metrics``, against the first gold answer only.
 """
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from collections import Counter
@@ -182,17 +194,178 @@ def original_reward(response: str, golds: str | list[str]) -> float:
     return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
 
 
+# ------------------------------------------- the original evaluation, per sample
+
+PROTOCOLS = ("boxed", "answer_is")
+_ANSWER_IS = "the answer is"
+# Two DeepSeek chat special tokens the original deletes from an extracted answer
+# (full-width bars, U+2581 in the second).
+_DEEPSEEK_TOKENS = (
+    "<\uff5cAssistant\uff5c>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",
+)
+
+
+def check_protocol(protocol: str) -> str:
+    """``protocol`` if it is one of ``PROTOCOLS``; a clear error otherwise."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(
+            f"memagent.answer_protocol={protocol!r}: choose one of {list(PROTOCOLS)}"
+        )
+    return protocol
+
+
+def after_think(text: str) -> str:
+    """The original's ``extract_solution`` (its env FORCE_THINK unset, the
+    default): the text after the last ``</think>``, stripped; the text itself
+    when it has no ``</think>``."""
+    if "</think>" not in text:
+        return text
+    return text.split("</think>")[-1].strip()
+
+
+def _answer_is(text: str) -> str | None:
+    """The original ``extract_answer``: the text after the last "the answer is"."""
+    text = text.replace("*", "")  # markdown bold/italics: every '*' goes
+    if _ANSWER_IS not in text:  # case-sensitive: "The answer is" does not match
+        return None
+    ans = text.rsplit(_ANSWER_IS, 1)[-1].strip()  # the LAST occurrence
+    for token in _DEEPSEEK_TOKENS:
+        ans = ans.replace(token, "")
+    # Surrounding white space, then dots ("Paris." -> "Paris"), then space again.
+    return ans.strip().strip(".").strip()
+
+
+def _boxed_original(text: str) -> str | None:
+    """The original eval's ``extract_boxed_answer`` (not the training verifier's).
+
+    The whole text counts (no 300-character window, no lower-casing). A
+    ``\\boxed `` with a space wins anywhere: what follows its last occurrence up
+    to the next ``$``. Else the LAST ``\\boxed`` (or, without one, ``\\fbox``)
+    is brace-matched; unterminated: None. Where the original's asserts fail
+    (``\\fbox{..}``, ``\\boxedx{..}``) the script would stop; here: None.
+    """
+    if "\\boxed " in text:
+        return text.split("\\boxed ")[-1].split("$")[0]
+    start = text.rfind("\\boxed")
+    if start < 0:
+        start = text.rfind("\\fbox")
+        if start < 0:
+            return None
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                box = text[start : i + 1]
+                return box[len(_BOX) : -1] if box.startswith(_BOX) else None
+    return None
+
+
+_EXTRACTORS: dict[str, Callable[[str], str | None]] = {
+    "boxed": _boxed_original,
+    "answer_is": _answer_is,
+}
+
+
+def extract_answer(response: str, protocol: str) -> str | None:
+    """The answer the original evaluation reads from a final-turn ``response``.
+
+    As ``ruler_hqa.py`` does: the response is stripped; the text after its last
+    ``</think>`` is searched, or the whole stripped response when nothing
+    follows that tag; then ``answer_is`` takes the text after the last "the
+    answer is" and ``boxed`` the last box. None when nothing is found.
+    """
+    extract = _EXTRACTORS[check_protocol(protocol)]
+    response = response.strip()
+    pred = after_think(response)
+    return extract(pred) if pred else extract(response)
+
+
+def _original_sub_em(pred: str, gold: str) -> bool:
+    """``g in p or p in g`` after SQuAD normalisation, with no guard: a
+    prediction that normalises to "" ("a", "the", "!!") is inside every gold."""
+    p, g = normalize_answer(pred), normalize_answer(gold)
+    return g in p or p in g
+
+
+def eval_metrics(
+    response: str, answers: list[str], protocol: str
+) -> dict[str, float | str | None] | None:
+    """The original's per-sample record: ``{answer, sub_em, em, f1}``, or None
+    for a sample it does not count (an output that is exactly "": it skips it,
+    so it enters no average; a failed request returned that too).
+
+    Scores compare with ``answers[0]`` only (the original sets
+    ``item['answer'] = item['answers'][0]``). An answer that is None or "" (e.g.
+    "the answer is ." stripped of its dot) scores 0 on every metric (``if
+    item['pred']``). F1 is rounded to 2 decimals as ``calc_metrics`` does.
+    """
+    if response == "":  # checked before any strip: " " is scored (and is 0)
+        return None
+    if not answers:
+        raise ValueError("a sample without gold answers cannot be scored")
+    pred = extract_answer(response, protocol)
+    if not pred:
+        return {"answer": pred, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
+    gold = answers[0]
+    return {
+        "answer": pred,
+        "sub_em": float(_original_sub_em(pred, gold)),
+        "em": float(normalize_answer(pred) == normalize_answer(gold)),
+        "f1": round(_f1_one(pred, gold), 2),
+    }
+
+
+def eval_score(response: str, answers: list[str], protocol: str) -> float:
+    """The original's per-sample RULER-HQA score (sub-EM, 0.0 or 1.0) of a
+    final-turn ``response`` under ``protocol``; NaN for an empty output, which
+    the original counts in no average (``math.isnan`` tells it apart)."""
+    metrics = eval_metrics(response, answers, protocol)
+    return math.nan if metrics is None else float(metrics["sub_em"])
+
+
+# ------------------------------------------------------- training rewards
+
+
+def answer_is_reward(response: str, golds: str | list[str]) -> float:
+    """``original`` for ``answer_is``: the original verifier's comparison (case
+    folded, LaTeX tokens and spaces removed, any gold) on the answer
+    ``extract_answer(response, "answer_is")`` finds; none found scores 0."""
+    answer = extract_answer(response, "answer_is")
+    if not answer:
+        return 0.0
+    answer = original_normalize(answer.lower())
+    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
+
+
+def answer_is_squad_reward(response: str, golds: str | list[str]) -> float:
+    """``squad`` for ``answer_is``: SQuAD exact match of the extracted answer."""
+    answer = extract_answer(response, "answer_is")
+    return exact_match(answer, golds) if answer else 0.0
+
+
 REWARDS: dict[str, Callable[[str, list[str]], float]] = {
     "original": original_reward,
     "squad": squad_reward,
 }
+_ANSWER_IS_REWARDS: dict[str, Callable[[str, list[str]], float]] = {
+    "original": answer_is_reward,
+    "squad": answer_is_squad_reward,
+}
 
 
-def reward_function(name: str) -> Callable[[str, list[str]], float]:
-    """The training reward called ``name`` (``memagent.reward``)."""
+def reward_function(
+    name: str, protocol: str = "boxed"
+) -> Callable[[str, list[str]], float]:
+    """The training reward ``name`` (``memagent.reward``) for ``protocol``
+    (``memagent.answer_protocol``)."""
+    table = REWARDS if check_protocol(protocol) == "boxed" else _ANSWER_IS_REWARDS
     try:
-        return REWARDS[name]
+        return table[name]
     except KeyError:
         raise ValueError(
-            f"memagent.reward={name!r}: choose one of {sorted(REWARDS)}"
+            f"memagent.reward={name!r}: choose one of {sorted(table)}"
         ) from None

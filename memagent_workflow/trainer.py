@@ -35,6 +35,7 @@ from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.actor import MemAgentPPOActor
 from memagent_workflow.curve import plot_curves, read_steps
+from memagent_workflow.prox_approx import approx_errors
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
@@ -46,6 +47,8 @@ from memagent_workflow.recovery.ledger import (
     RolloutStalled,
 )
 from memagent_workflow.recovery.ledger_sync import mark_step
+from memagent_workflow.scheduler import MemAgentLocalScheduler
+from memagent_workflow.tied_groups import drop_tied_groups, step_counts
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -73,10 +76,12 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
         "lr": stats.get("ppo_actor/update/lr"),
         "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
+        **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped
         "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
         "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
         "eval_reward": stats.get("eval-rollout/memagent/reward"),
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
+        "prox_approx_error": approx_errors(stats),  # prox_logp_method: metrics
         "timing_s": {
             k.removeprefix("timeperf/"): round(v, 2)
             for k, v in stats.items()
@@ -213,7 +218,9 @@ class MemAgentPPOTrainer(PPOTrainer):
             f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
             f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
             f"rejected, {line['episodes_failed']} episodes failed, "
-            f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
+            f"{line['calls_retried']} calls retried | {line.get('tied_groups')} of "
+            f"{line.get('groups')} groups tied, {line.get('rows_skipped')} rows "
+            f"skipped | rollout {t.get('rollout', 0)}s "
             f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
             + (
                 f" | validation accuracy {line['eval_reward']:.3f}"
@@ -267,6 +274,12 @@ class MemAgentPPOTrainer(PPOTrainer):
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
 
+    def _init_scheduler(self) -> Any:
+        # Ports unique per run and a bounded worker start (two runs side by side).
+        if self.config.scheduler.type == "local":
+            return MemAgentLocalScheduler(exp_config=self.config)
+        return super()._init_scheduler()
+
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
         """A start-up that fails after the scheduler started workers (e.g. the
         restored weights cannot reach a server) would leave them running: no
@@ -295,9 +308,20 @@ class MemAgentPPOTrainer(PPOTrainer):
                 raise RolloutStalled(f"{exc} Servers: {servers}.") from None
             if isinstance(dataloader, QuestionLedger):
                 mark_step(dataloader, question_indices(batch), self.actor)
-            return batch
+            return self._drop_tied_groups(batch)
 
         self.actor.prepare_batch = prepare_batch
+
+    def _drop_tied_groups(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The batch for the actor's passes (``memagent.skip_tied_groups``)."""
+        memagent = getattr(self.config, "memagent", None)
+        skip = bool(getattr(memagent, "skip_tied_groups", False))
+        if not is_single_controller():  # this rank's share; keep one group
+            return drop_tied_groups(batch, skip)
+        dp_size = getattr(getattr(self.actor, "parallel_strategy", None), "dp_size", 1)
+        return drop_tied_groups(
+            batch, skip, min_groups=dp_size, release=self.actor.clear_batches
+        )
 
     def _resume_advice(self) -> str:
         if self.config.recover.mode in ("disabled", "off"):

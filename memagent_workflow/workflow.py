@@ -34,6 +34,7 @@ from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
 from memagent_workflow.rows import Turn, pad_rows
+from memagent_workflow.tied_groups import TIED_KEY, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -77,6 +78,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.train_final_turn = cfg.train_final_turn
         self.train_memory_turns = cfg.train_memory_turns
         self.engine_retry_s = cfg.engine_retry_s
+        self.wipe_memory = cfg.wipe_memory  # an ablation: memory never carries
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=cfg.max_memory_tokens
         )
@@ -90,8 +92,10 @@ class MemAgentWorkflow(RolloutWorkflow):
         # AReaL adds the pad id, None for a tokenizer without a pad token.
         self.stop_ids = {int(t) for t in self.gconfig.stop_token_ids if t is not None}
         self.vocab_limit = vocab_size(tokenizer)
-        self.reward_fn = reward_function(cfg.reward)
-        self.prompts = as_prompt_texts(prompts)
+        self.reward_fn = reward_function(cfg.reward, cfg.answer_protocol)
+        self.answer_protocol = cfg.answer_protocol  # boxed | answer_is
+        self.prompt_build = cfg.prompt_build  # tokens | text
+        self.prompts = as_prompt_texts(prompts, cfg.answer_protocol)
         check_fit(
             tokenizer,
             self.prompts,
@@ -129,7 +133,13 @@ class MemAgentWorkflow(RolloutWorkflow):
 
         rewards = [self.reward_fn(e.answer, doc.answers) for e in episodes]
         advantages = group_advantages(rewards, std_norm=self.adv_std_norm)
-        log_group(doc, episodes, rewards, failed=len(results) - len(episodes))
+        log_group(
+            doc,
+            episodes,
+            rewards,
+            failed=len(results) - len(episodes),
+            protocol=self.answer_protocol,
+        )
         log_scalars(calls_retried=retried)
 
         turns = [t for e in episodes for t in e.turns]
@@ -137,6 +147,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
         rows = await asyncio.to_thread(pad_rows, turns, row_advantages)
+        rows[TIED_KEY] = tied_flags(len(turns), row_advantages)  # tied_groups.py
         if INDEX_KEY in data:  # which question these rows train (see recovery/)
             rows[INDEX_KEY] = torch.full(
                 (len(turns),), int(data[INDEX_KEY]), dtype=torch.int64
@@ -161,8 +172,12 @@ class MemAgentWorkflow(RolloutWorkflow):
             chunks=chunks,
             context_tokens=len(ids),
             truncated_tokens=truncated,
-            memory_prompt=self.prompts.memory_template(self.tokenizer, question),
-            final_prompt=self.prompts.final_template(self.tokenizer, question),
+            memory_prompt=self.prompts.memory_template(
+                self.tokenizer, question, self.prompt_build
+            ),
+            final_prompt=self.prompts.final_template(
+                self.tokenizer, question, self.prompt_build
+            ),
         )
 
     # --------------------------------------------------------------- one episode
@@ -191,6 +206,8 @@ class MemAgentWorkflow(RolloutWorkflow):
                 trainable=self.train_memory_turns,
             )
             memory = self.next_memory(turn, ep)
+            if self.wipe_memory:
+                memory = self.initial_memory
             ep.add_turn(turn, keep=keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(

@@ -18,7 +18,7 @@ from areal.utils import logging
 from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import results, sets
-from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.eval.config import PAPER, MemAgentEvalConfig
 from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
@@ -92,6 +92,62 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
                 logger.warning(f"eval.resume=false: moved {f} to {f.name}.bak")
     write_json(path, current)
     return out
+
+
+def check_preset(config: MemAgentEvalConfig) -> None:
+    """Refuse ``eval.preset=paper`` where the run would not be the paper's protocol.
+
+    The preset sets the answer protocol, the lengths and the headline itself
+    (``MemAgentEvalConfig``); what it cannot supply is refused here: the
+    original's prompts (the user's file: this project ships no copy of them)
+    and sampling other than the paper's.
+    """
+    if config.eval.preset != "paper":
+        return
+    if not config.memagent.prompts:
+        raise EvalRefused(
+            "eval.preset=paper needs the original MemAgent's prompts, which this "
+            "project does not ship: copy its memory-update template and its "
+            "'Therefore, the answer is' final template into a prompts file (how: "
+            "docs/gpu.md, 'Prompt files') and pass memagent.prompts=FILE"
+        )
+    g = config.gconfig
+    want = {"temperature": PAPER["temperature"], "top_p": PAPER["top_p"]}
+    got = {"temperature": g.temperature, "top_p": g.top_p}
+    if g.greedy or got != want:
+        raise EvalRefused(
+            f"eval.preset=paper samples as the paper did (gconfig.greedy=false, "
+            f"{want}); this config has greedy={g.greedy}, {got}. Drop the sampling "
+            "overrides or the preset."
+        )
+
+
+def check_official_questions(
+    config: MemAgentEvalConfig,
+    ids: dict[int, dict[str, list[str]]],
+    kinds: dict[int, str | None],
+) -> None:
+    """Under ``eval.preset=paper``: every length must be an official set (not one
+    built here) asking the same questions (the official question indices)."""
+    if config.eval.preset != "paper":
+        return
+    built = sorted(n for n, kind in kinds.items() if kind == sets.BUILT_SET)
+    if built:
+        raise EvalRefused(
+            f"eval.preset=paper: N={built} are {sets.BUILT_SET} sets built here, "
+            "not the official ones; fetch the official files "
+            "(examples/prepare_eval_data.py --download) or drop the preset"
+        )
+    lengths = list(ids)
+    first = set(ids[lengths[0]])
+    for n in lengths[1:]:
+        if set(ids[n]) != first:
+            raise EvalRefused(
+                f"eval.preset=paper: eval_{n}.json does not ask the questions of "
+                f"eval_{lengths[0]}.json (ids differ: "
+                f"{sorted(set(ids[n]) ^ first)[:5]} ...); the official sets share "
+                "their question indices"
+            )
 
 
 def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:

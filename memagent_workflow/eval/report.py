@@ -1,9 +1,5 @@
-"""``results.md`` and ``accuracy.png`` from an eval summary, beside published numbers.
-
-The anchors are RULER-HotpotQA sub-EM (%) from the MemAgent paper, v1 (July
-2025), 128 questions, one sample per question; None = not published or not
-verified. No AReaL import here.
-"""
+"""``results.md`` and ``accuracy.png`` from an eval summary, beside the
+published rows of ``anchors.py``. No AReaL import here."""
 
 from __future__ import annotations
 
@@ -12,46 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.data.files import atomic_write
-
-# Documents per sample (N) -> the paper's nominal context length in tokens.
-PAPER_TOKENS = {
-    50: 7_000,
-    100: 14_000,
-    200: 28_000,
-    400: 56_000,
-    800: 112_000,
-    1600: 224_000,
-    3200: 448_000,
-    6400: 896_000,
-    12800: 1_750_000,
-    25600: 3_500_000,
-}
-_N = list(PAPER_TOKENS)
-
-
-def _row(*values: float | None) -> dict[int, float | None]:
-    return dict(zip(_N, values, strict=True))
-
-
-ANCHORS: dict[str, dict[int, float | None]] = {
-    "RL-MemAgent-14B (paper)": _row(
-        83.59, 82.03, 84.38, 80.47, 76.56, 81.25, 75.00, 77.34, 76.56, 78.12
-    ),
-    "RL-MemAgent-7B (paper)": _row(
-        82.03, 79.69, 78.91, None, 79.69, None, 74.22, 76.56, 75.78, 71.09
-    ),
-    "Qwen2.5-7B-Instruct-1M (paper)": _row(
-        61.72, 56.25, 53.91, 55.47, 51.56, 33.59, 12.50, 0.00, None, None
-    ),
-}
-
-
-def anchors_for(lengths: list[int]) -> dict[str, dict[str, float | None]]:
-    """The anchor rows restricted to ``lengths`` (JSON-friendly string keys)."""
-    return {
-        name: {str(n): values.get(n) for n in lengths}
-        for name, values in ANCHORS.items()
-    }
+from memagent_workflow.eval.anchors import (  # noqa: F401 (re-exported)
+    ANCHOR_ROWS,
+    NOT_IN_REFERENCES,
+    PAPER_TOKENS,
+    anchors_for,
+    anchors_for_model,
+)
 
 
 def tokens_label(tokens: float | None) -> str:
@@ -69,40 +32,61 @@ def _num(v: float | None, fmt: str = ".2f") -> str:
     return "-" if v is None else format(v, fmt)
 
 
+_LABEL = {"all": "all", "non_failed": "non-failed"}
+
+
+def _tails(meta: dict[str, Any]) -> tuple[tuple[str, str], tuple[str, str]]:
+    """((key tail, label) of the headline denominator, (.., ..) of the other)."""
+    head = meta.get("headline") or "all"
+    other = "non_failed" if head == "all" else "all"
+    tail = {"all": "", "non_failed": "_non_failed"}
+    return (tail[head], _LABEL[head]), (tail[other], _LABEL[other])
+
+
+def _mean_std(row: dict[str, Any], key: str) -> str:
+    mean, std = row.get(key), row.get(f"{key}_std")
+    return _num(mean) if std is None else f"{_num(mean)} ± {_num(std)}"
+
+
 def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
-    """Our per-length table, then sub-EM beside the paper's rows."""
+    """Our per-length table, then sub-EM beside the published rows."""
     meta = summary.get("meta", {})
     rows = summary["lengths"]
+    (h, h_label), (o, o_label) = _tails(meta)
     lines = [f"# {title or 'RULER-HQA evaluation'}", ""]
     for key in ("model", "protocol", "note"):
         if meta.get(key):
             lines.append(f"- {key}: {meta[key]}")
     lines += [
         "",
-        "Accuracies in %. **all**: over every sample, a failed sample counting as "
-        "wrong (this project's headline). **non-failed**: over the samples that "
-        "did not fail (the original evaluation's convention: it drops empty "
-        "outputs). Paper length: the published set's context length for N "
+        "Accuracies in %, the original evaluation's per-sample scores. **all**: "
+        "over every counted sample, a failed sample counting as wrong. "
+        "**non-failed**: over the counted samples that did not fail (the original "
+        "evaluation's convention: it drops failed requests). An empty output is "
+        "counted in neither (the original skips it: *empty*). The headline "
+        f"denominator (**{h_label}**) comes first. Means pool every repeat; ± is "
+        "the standard deviation of the per-repeat accuracies; best-of-n is the "
+        "best repeat. Paper length: the published set's context length for N "
         "documents (Qwen tokenizer); mean context tokens: measured with this "
         "run's tokenizer.",
         "",
-        "| N docs | paper length | n | failed | missing | sub-EM (all) "
-        "| sub-EM (non-failed) | EM (all) | EM (non-failed) | F1 (all) "
-        "| F1 (non-failed) | mean chunks | mean context tokens | wall (s) "
-        "| gen tokens/s |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        f"| N docs | paper length | n | repeats | failed | empty | missing "
+        f"| sub-EM ({h_label}) | sub-EM ({o_label}) | sub-EM best-of-n ({h_label}) "
+        f"| EM ({h_label}) | EM ({o_label}) | F1 ({h_label}) | F1 ({o_label}) "
+        "| mean chunks | mean context tokens | wall (s) | gen tokens/s |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:"
+        "|---:|---:|---:|---:|",
     ]
     for r in rows:
-        metrics = " | ".join(
-            _num(r.get(f"{key}{tail}"))
-            for key in ("sub_em", "em", "f1")
-            for tail in ("", "_non_failed")
-        )
         lines.append(
             f"| {r['length']}{f' ({kind})' if (kind := r.get('set')) else ''} "
             f"| {tokens_label(PAPER_TOKENS.get(r['length']))} "
-            f"| {r['n']} | {r['failures']} | {_num(r['missing'], 'd')} "
-            f"| {metrics} "
+            f"| {r['n']} | {r.get('repeats', 1)} | {r['failures']} "
+            f"| {r.get('empty', 0)} | {_num(r['missing'], 'd')} "
+            f"| {_mean_std(r, f'sub_em{h}')} | {_mean_std(r, f'sub_em{o}')} "
+            f"| {_num(r.get(f'sub_em{h}_best'))} "
+            f"| {_num(r.get(f'em{h}'))} | {_num(r.get(f'em{o}'))} "
+            f"| {_num(r.get(f'f1{h}'))} | {_num(r.get(f'f1{o}'))} "
             f"| {_num(r['mean_chunks'], '.1f')} "
             f"| {_num(r['mean_context_tokens'], '.0f')} "
             f"| {_num(r['wall_s'], '.1f')} | {_num(r['tokens_per_s'], '.1f')} |"
@@ -114,48 +98,78 @@ def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
     )
     lines += [
         "",
-        "sub-EM (%) beside the published numbers (MemAgent paper v1, 128 questions):",
+        "sub-EM (%) beside the published rows (128 questions each; compare a "
+        "best-of-n row with ours, a mean or single-sample row with our mean):",
         "",
-        f"| model | {head} |",
-        "|---|" + "---:|" * len(lengths),
-        "| **this run** (all) | " + " | ".join(_num(r["sub_em"]) for r in rows) + " |",
-        "| this run (non-failed) | "
-        + " | ".join(_num(r.get("sub_em_non_failed")) for r in rows)
+        f"| model | source | metric | {head} |",
+        "|---|---|---|" + "---:|" * len(lengths),
+        f"| **this run** | | mean ({h_label}) | "
+        + " | ".join(_mean_std(r, f"sub_em{h}") for r in rows)
+        + " |",
+        f"| this run | | mean ({o_label}) | "
+        + " | ".join(_mean_std(r, f"sub_em{o}") for r in rows)
+        + " |",
+        f"| this run | | best-of-n ({h_label}) | "
+        + " | ".join(_num(r.get(f"sub_em{h}_best")) for r in rows)
         + " |",
     ]
-    for name, values in ANCHORS.items():
-        cells = " | ".join(_num(values.get(n)) for n in lengths)
-        lines.append(f"| {name} | {cells} |")
+    for a in anchors_for_model(meta.get("model")):
+        cells = " | ".join(_num(a.values.get(n)) for n in lengths)
+        lines.append(f"| {a.name} | {a.source} | {a.metric} | {cells} |")
+    lines += ["", NOT_IN_REFERENCES]
     return "\n".join(lines) + "\n"
 
 
 def plot_accuracy(
     summary: dict[str, Any], path: str | os.PathLike, title: str | None = None
 ) -> Path:
-    """sub-EM against context length (log x), ours beside the paper's rows."""
+    """sub-EM against context length (log x): our mean (± std across repeats,
+    headline denominator) and best-of-n, beside the published rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 5))
-    for (name, values), marker in zip(ANCHORS.items(), "s^v", strict=True):
-        pts = [(PAPER_TOKENS[n], v) for n, v in values.items() if v is not None]
-        ax.plot(*zip(*pts, strict=True), marker=marker, ls="--", lw=1, label=name)
-    ours = [
-        (r["mean_context_tokens"] or PAPER_TOKENS.get(r["length"]), r["sub_em"])
-        for r in summary["lengths"]
-        if r["sub_em"] is not None
-    ]
-    ours = [(x, y) for x, y in ours if x]
+    meta = summary.get("meta", {})
+    (h, h_label), _ = _tails(meta)
+    fig, ax = plt.subplots(figsize=(7, 5.5))
+    markers = "s^v<>Dph"
+    for a, marker in zip(anchors_for_model(meta.get("model")), markers, strict=False):
+        pts = [(PAPER_TOKENS[n], v) for n, v in a.values.items() if v is not None]
+        ax.plot(*zip(*pts, strict=True), marker=marker, ls="--", lw=1, label=a.label)
+    ours = sorted(  # by x alone: two lengths may share it
+        [
+            (x, r)
+            for r in summary["lengths"]
+            if r.get(f"sub_em{h}") is not None
+            and (x := r["mean_context_tokens"] or PAPER_TOKENS.get(r["length"]))
+        ],
+        key=lambda p: p[0],
+    )
     if ours:
+        xs = [x for x, _ in ours]
+        label = meta.get("label") or "this run"
+        ys = [r[f"sub_em{h}"] for _, r in ours]
         ax.plot(
-            *zip(*sorted(ours), strict=True),
+            xs,
+            ys,
             marker="o",
             lw=2.5,
             color="black",
-            label=summary.get("meta", {}).get("label") or "this run",
+            label=f"{label} (mean, {h_label})",
         )
+        stds = [r.get(f"sub_em{h}_std") or 0.0 for _, r in ours]
+        if any(stds):  # std across repeats
+            ax.errorbar(xs, ys, yerr=stds, fmt="none", ecolor="black", capsize=3)
+        if any((r.get("repeats") or 1) > 1 for _, r in ours):
+            ax.plot(
+                xs,
+                [r[f"sub_em{h}_best"] for _, r in ours],
+                marker="*",
+                ls=":",
+                color="black",
+                label=f"{label} (best-of-n, {h_label})",
+            )
     ax.set_xscale("log")
     ax.set_ylim(-2, 100)
     ax.set_xlabel("context length (tokens, log scale)")
@@ -163,10 +177,10 @@ def plot_accuracy(
     ax.set_title(title or "RULER-HQA accuracy against context length")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(
-        fontsize=8,
+        fontsize=6,
         loc="upper center",
-        bbox_to_anchor=(0.5, -0.16),
-        ncol=2,
+        bbox_to_anchor=(0.5, -0.14),
+        ncol=1,
         frameon=False,
     )
     fig.tight_layout()

@@ -8,10 +8,14 @@ which ``ResultWriter`` cuts off before appending. ``timing.jsonl`` gets one
 line per (run, length) finished, for wall time and generated tokens/s.
 No AReaL import here.
 
-Record keys: ``id``; ``prediction`` (the final turn's text, null if the sample
-failed); ``boxed`` (its last complete ``\\boxed{}``, or null); ``answers``;
-``sub_em``, ``em``, ``f1`` (0/1 and [0, 1], scored on ``boxed``; no box or an
-error scores 0); ``n_chunks`` and ``context_tokens`` (the document as read);
+Record keys: ``id``; ``repeat`` (which of ``eval.n_samples`` samples of the
+question: a sample is ``(id, repeat)``); ``prediction`` (the final turn's text,
+null if the sample failed); ``extracted`` (the answer the protocol reads from
+it: a box, or what follows "the answer is"; null if none); ``answers``;
+``counted`` (false for an empty output, which the original counts in no
+average); ``sub_em``, ``em``, ``f1`` (the original's per-sample scores, see
+``reward.eval_metrics``; an error scores 0); ``n_chunks`` and
+``context_tokens`` (the document as read);
 ``output_tokens`` (all turns); ``latency_s`` (the sample's wall time, turns
 run one after another); ``error`` (null, or why the sample failed after its
 retries).
@@ -21,17 +25,20 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.reward import exact_match, extract_boxed, f1, sub_em
+from memagent_workflow.reward import eval_metrics
 
 RECORD_KEYS = (
     "id",
+    "repeat",
     "prediction",
-    "boxed",
+    "extracted",
     "answers",
+    "counted",
     "sub_em",
     "em",
     "f1",
@@ -58,23 +65,34 @@ def make_record(
     answers: list[str],
     prediction: str | None,
     *,
+    protocol: str = "boxed",
+    repeat: int = 0,
     n_chunks: int | None = None,
     context_tokens: int | None = None,
     output_tokens: int = 0,
     latency_s: float = 0.0,
     error: str | None = None,
 ) -> dict[str, Any]:
-    """One result line. Metrics score the boxed answer only; no box (or an error) is 0."""
-    boxed = None if prediction is None else extract_boxed(prediction)
-    scored = boxed is not None and error is None
+    """One result line, scored as the original evaluation scores ``protocol``.
+
+    An error scores 0 and is counted (the "all" denominator counts it as
+    wrong); an empty prediction is not counted (the original skips it).
+    """
+    metrics = None
+    if error is None and prediction is not None:
+        metrics = eval_metrics(prediction, answers, protocol)
+    counted = error is not None or metrics is not None
+    metrics = metrics or {"answer": None, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
     return {
         "id": str(sample_id),
+        "repeat": int(repeat),
         "prediction": prediction,
-        "boxed": boxed,
+        "extracted": metrics["answer"],
         "answers": list(answers),
-        "sub_em": sub_em(boxed, answers) if scored else 0.0,
-        "em": exact_match(boxed, answers) if scored else 0.0,
-        "f1": f1(boxed, answers) if scored else 0.0,
+        "counted": counted,
+        "sub_em": metrics["sub_em"],
+        "em": metrics["em"],
+        "f1": metrics["f1"],
         "n_chunks": n_chunks,
         "context_tokens": context_tokens,
         "output_tokens": int(output_tokens),
@@ -83,14 +101,23 @@ def make_record(
     }
 
 
-def read_records(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
-    """The last record per id (insertion order = first appearance); {} if no file.
+SampleKey = tuple[str, int]
+
+
+def sample_key(record: dict[str, Any]) -> SampleKey:
+    """``(id, repeat)``: what a record answers (a line without ``repeat``: 0)."""
+    return str(record["id"]), int(record.get("repeat") or 0)
+
+
+def read_records(path: str | os.PathLike) -> dict[SampleKey, dict[str, Any]]:
+    """The last record per sample ``(id, repeat)`` (insertion order = first
+    appearance); {} if no file.
 
     A line that is not a JSON object with an ``id`` is skipped: only the last
     line can be torn by a kill, and it belongs to a sample that was in flight.
     """
     path = Path(path)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[SampleKey, dict[str, Any]] = {}
     if not path.is_file():
         return out
     with path.open("rb") as f:
@@ -100,12 +127,12 @@ def read_records(path: str | os.PathLike) -> dict[str, dict[str, Any]]:
             except ValueError:
                 continue
             if isinstance(rec, dict) and "id" in rec:
-                out[str(rec["id"])] = rec
+                out[sample_key(rec)] = rec
     return out
 
 
-def scored_ids(records: dict[str, dict[str, Any]]) -> set[str]:
-    """Ids whose last record has no error (a resumed run skips them)."""
+def scored_ids(records: dict[SampleKey, dict[str, Any]]) -> set[SampleKey]:
+    """Samples whose last record has no error (a resumed run skips them)."""
     return {i for i, r in records.items() if r.get("error") is None}
 
 
@@ -181,49 +208,77 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 METRICS = ("sub_em", "em", "f1")
 DENOMINATORS = (
-    "sub_em, em, f1: % over every sample, a failed one counting as wrong (the "
-    "headline); *_non_failed: % over the samples that did not fail (the original "
-    "evaluation's convention: it drops failed requests, i.e. empty outputs)"
+    "sub_em, em, f1 ('all'): % over every counted sample, a failed one counting as "
+    "wrong; *_non_failed: % over the counted samples that did not fail (the "
+    "original evaluation's convention: it drops failed requests). An empty output "
+    "is counted in neither (the original skips it: 'empty'). Means pool every "
+    "repeat; *_std: standard deviation of the per-repeat accuracies across the "
+    "eval.n_samples repeats (null for one); *_best: the best repeat (best-of-n "
+    "runs, as slime-agentic reports)"
 )
+
+
+def _pct(rows: list[dict[str, Any]], key: str) -> float | None:
+    return 100.0 * sum(float(r[key]) for r in rows) / len(rows) if rows else None
+
+
+def _spread(rows: list[dict[str, Any]], key: str) -> tuple[float | None, float | None]:
+    """(std across repeats, best repeat) of ``key``'s accuracy over ``rows``."""
+    runs = [
+        v
+        for k in sorted({int(r.get("repeat") or 0) for r in rows})
+        if (v := _pct([r for r in rows if int(r.get("repeat") or 0) == k], key))
+        is not None
+    ]
+    std = statistics.stdev(runs) if len(runs) > 1 else None
+    return std, (max(runs) if runs else None)
 
 
 def summarize_length(
     n: int,
-    records: dict[str, dict[str, Any]],
+    records: dict[SampleKey, dict[str, Any]],
     expected_ids: Iterable[str] | None = None,
     timing: Iterable[dict[str, Any]] = (),
+    n_samples: int = 1,
 ) -> dict[str, Any]:
-    """Numbers for one length, with both denominators.
+    """Numbers for one length, with both denominators and the spread over repeats.
 
-    ``sub_em``, ``em``, ``f1``: percent over *every* recorded sample, failed
-    ones counting as wrong. ``*_non_failed``: percent over the ``non_failed``
-    samples only. Failed samples are counted in ``failures``; samples of
-    ``expected_ids`` with no record at all in ``missing``.
+    ``sub_em``, ``em``, ``f1``: percent over every counted sample (all
+    repeats), failed ones counting as wrong. ``*_non_failed``: percent over
+    the ``non_failed`` samples only. ``empty``: outputs counted in neither (the
+    original skips them). ``sub_em_std`` / ``sub_em_best`` (and their
+    ``_non_failed`` twins): std and best of the per-repeat accuracies. Samples
+    ``(id, repeat)`` of ``expected_ids`` x ``n_samples`` with no record at all
+    are ``missing``.
     """
+    records = {sample_key(r): r for r in records.values()}
     if expected_ids is not None:
-        expected = [str(i) for i in expected_ids]
-        wanted = set(expected)
+        wanted = {(str(i), k) for i in expected_ids for k in range(n_samples)}
         records = {i: r for i, r in records.items() if i in wanted}
         missing: int | None = len(wanted) - len(records)
     else:
         missing = None
     recs = list(records.values())
-    ok = [r for r in recs if r.get("error") is None]
+    counted = [r for r in recs if r.get("counted", True)]
+    ok = [r for r in counted if r.get("error") is None]
     seg = [t for t in timing if t.get("length") == n]
     wall = sum(float(t["wall_s"]) for t in seg)
     tokens = sum(int(t["output_tokens"]) for t in seg)
-
-    def pct(rows: list[dict[str, Any]], key: str) -> float | None:
-        return 100.0 * sum(float(r[key]) for r in rows) / len(rows) if rows else None
-
+    spread = {}
+    for tail, rows in (("", counted), ("_non_failed", ok)):
+        std, best = _spread(rows, "sub_em")
+        spread[f"sub_em{tail}_std"], spread[f"sub_em{tail}_best"] = std, best
     return {
         "length": n,
         "n": len(recs),
+        "repeats": len({int(r.get("repeat") or 0) for r in recs}),
         "missing": missing,
-        "failures": len(recs) - len(ok),
+        "failures": sum(r.get("error") is not None for r in recs),
+        "empty": len(recs) - len(counted),
         "non_failed": len(ok),
-        **{key: pct(recs, key) for key in METRICS},
-        **{f"{key}_non_failed": pct(ok, key) for key in METRICS},
+        **{key: _pct(counted, key) for key in METRICS},
+        **{f"{key}_non_failed": _pct(ok, key) for key in METRICS},
+        **spread,
         "mean_chunks": _mean(r.get("n_chunks") for r in recs),
         "mean_context_tokens": _mean(r.get("context_tokens") for r in recs),
         "wall_s": wall if seg else None,
@@ -245,14 +300,20 @@ def summarize(
     output_dir: str | os.PathLike,
     expected: dict[int, list[str]] | None = None,
     meta: dict[str, Any] | None = None,
+    n_samples: int = 1,
 ) -> dict[str, Any]:
-    """Summary of every length present in ``output_dir`` (``expected``: ids per N)."""
+    """Summary of every length present in ``output_dir`` (``expected``: ids per
+    N, each sampled ``n_samples`` times)."""
     expected = expected or {}
     timing = read_timing(output_dir)
     lengths = sorted(set(present_lengths(output_dir)) | set(expected))
     rows = [
         summarize_length(
-            n, read_records(results_path(output_dir, n)), expected.get(n), timing
+            n,
+            read_records(results_path(output_dir, n)),
+            expected.get(n),
+            timing,
+            n_samples,
         )
         for n in lengths
     ]

@@ -10,6 +10,7 @@ more attempts, as a record with ``error`` set, so the caller can count it.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from areal.api import InferenceEngine
@@ -27,8 +28,10 @@ def _why(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _id_and_answers(data: Any) -> tuple[str, list[str]]:
-    """What a result record needs even for a malformed sample (best effort)."""
+def _id_and_answers(data: Any) -> tuple[str, list[str], int]:
+    """What a result record needs even for a malformed sample (best effort):
+    id, answers and ``repeat`` (which sample of the question this is; eval.py
+    adds it to the data item)."""
     raw = data if isinstance(data, dict) else {}
     try:
         sample_id = parse_id(raw, fallback="<no id>")
@@ -36,11 +39,14 @@ def _id_and_answers(data: Any) -> tuple[str, list[str]]:
         sample_id = "<bad id>"
     answers = raw.get("answers") or []
     answers = [answers] if isinstance(answers, str) else list(answers)
-    return sample_id, [a for a in answers if isinstance(a, str)]
+    repeat = raw.get("repeat", 0)
+    repeat = repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 0
+    return sample_id, [a for a in answers if isinstance(a, str)], repeat
 
 
 class MemAgentEvalWorkflow(MemAgentWorkflow):
-    """One episode per sample, scored on its boxed answer; no chunk is ever cut."""
+    """One episode per sample, scored as the original scores the answer
+    protocol; no chunk is ever cut."""
 
     def __init__(self, *args: Any, max_retries: int = 2, **kwargs: Any):
         kwargs["group_size"] = 1
@@ -52,16 +58,17 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any]:
-        sample_id, answers = _id_and_answers(data)
+        sample_id, answers, repeat = _id_and_answers(data)
+        record = partial(make_record, protocol=self.answer_protocol, repeat=repeat)
         start = time.perf_counter()
         try:
             doc = await self.read_document(data)
         except Exception as exc:  # malformed sample: retrying will not help
-            return make_record(sample_id, answers, None, error=_why(exc))
+            return record(sample_id, answers, None, error=_why(exc))
         n_chunks, context_tokens = len(doc.chunks), doc.context_tokens
         why = cut_refusal(context_tokens, self.chunk_tokens, self.max_chunks)
         if why:
-            return make_record(
+            return record(
                 sample_id,
                 answers,
                 None,
@@ -80,7 +87,7 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
                     f"{1 + self.max_retries} failed: {error}"
                 )
                 continue
-            return make_record(
+            return record(
                 sample_id,
                 answers,
                 ep.answer,
@@ -89,7 +96,7 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
                 output_tokens=ep.output_tokens,
                 latency_s=time.perf_counter() - start,
             )
-        return make_record(
+        return record(
             sample_id,
             answers,
             None,

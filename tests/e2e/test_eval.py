@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
     [
         ("so the answer is \\boxed{Paris}", 1.0, 1.0, 1.0),
         ("\\boxed{the paris.}", 1.0, 1.0, 1.0),  # normalised: case, article, dot
-        ("\\boxed{Paris, France}", 1.0, 0.0, 2 / 3),  # gold inside the prediction
+        ("\\boxed{Paris, France}", 1.0, 0.0, 0.67),  # gold inside; F1 rounded
         ("\\boxed{Par}", 1.0, 0.0, 0.0),  # prediction inside the gold (lenient)
         ("\\boxed{London}", 0.0, 0.0, 0.0),
         ("Paris", 0.0, 0.0, 0.0),  # right text but no box: scores 0
@@ -43,8 +43,44 @@ def test_record_scores_the_boxed_answer(prediction, sub, em, f1):
 
 def test_failed_record_scores_zero_and_keeps_its_reason():
     rec = results.make_record("q", ["Paris"], None, error="boom")
-    assert rec["boxed"] is None and rec["error"] == "boom"
-    assert rec["sub_em"] == rec["em"] == rec["f1"] == 0.0
+    assert rec["extracted"] is None and rec["error"] == "boom"
+    assert rec["sub_em"] == rec["em"] == rec["f1"] == 0.0 and rec["counted"]
+
+
+@pytest.mark.parametrize("protocol", ["boxed", "answer_is"])
+def test_an_empty_output_is_counted_in_neither_denominator(protocol):
+    good = "Therefore, the answer is x" if protocol == "answer_is" else "\\boxed{x}"
+    recs = [
+        results.make_record("a", ["x"], good, protocol=protocol),
+        results.make_record("b", ["x"], "", protocol=protocol),  # skipped
+        results.make_record("c", ["x"], "no answer", protocol=protocol),
+        results.make_record("d", ["x"], None, protocol=protocol, error="down"),
+    ]
+    assert [r["counted"] for r in recs] == [True, False, True, True]
+    row = results.summarize_length(50, {results.sample_key(r): r for r in recs})
+    assert (row["n"], row["empty"], row["failures"], row["non_failed"]) == (4, 1, 1, 2)
+    assert row["sub_em"] == pytest.approx(100 / 3)  # a, c, d (d wrong)
+    assert row["sub_em_non_failed"] == pytest.approx(50.0)  # a, c: the original's
+
+
+def test_repeats_give_mean_std_and_best_of_n():
+    # 2 questions x 3 repeats: repeat 0 gets 2/2, repeat 1 1/2, repeat 2 0/2.
+    right = {(0, "a"), (0, "b"), (1, "a")}
+    recs = [
+        results.make_record(
+            i, ["x"], "\\boxed{x}" if (k, i) in right else "\\boxed{y}", repeat=k
+        )
+        for k in range(3)
+        for i in "ab"
+    ]
+    recs = {results.sample_key(r): r for r in recs}
+    row = results.summarize_length(50, recs, ["a", "b", "c"], n_samples=3)
+    assert (row["n"], row["repeats"], row["missing"]) == (6, 3, 3)  # c x 3 missing
+    assert row["sub_em"] == pytest.approx(50.0)  # 3 of 6 samples
+    assert row["sub_em_std"] == pytest.approx(50.0)  # stdev(100, 50, 0)
+    assert row["sub_em_best"] == 100.0 and row["sub_em_non_failed_best"] == 100.0
+    one = results.summarize_length(50, recs, ["a", "b"], n_samples=1)
+    assert one["n"] == 2 and one["sub_em_std"] is None and one["sub_em_best"] == 100.0
 
 
 # ------------------------------------------------------------------ files
@@ -57,13 +93,14 @@ def test_last_line_per_id_wins_and_a_torn_tail_is_cut(tmp_path):
         w.write(results.make_record("b", ["x"], "\\boxed{x}"))
     with path.open("ab") as f:
         f.write(b'{"id": "a", "predic')  # a kill in the middle of a write
-    assert results.read_records(path)["a"]["error"] == "timeout"
+    assert results.read_records(path)[("a", 0)]["error"] == "timeout"
     with results.ResultWriter(path) as w:
         w.write(results.make_record("a", ["x"], "\\boxed{x}"))
     lines = path.read_text().splitlines()
     assert [json.loads(s)["id"] for s in lines] == ["a", "b", "a"]
     recs = results.read_records(path)
-    assert results.scored_ids(recs) == {"a", "b"} and recs["a"]["sub_em"] == 1.0
+    assert results.scored_ids(recs) == {("a", 0), ("b", 0)}
+    assert recs[("a", 0)]["sub_em"] == 1.0
 
 
 def test_summary_counts_failures_and_missing_in_the_denominator(tmp_path):
@@ -93,10 +130,21 @@ def test_report_shows_both_denominators(tmp_path):
     summary = {"meta": {"denominators": "..."}, "lengths": rows}
     text = report.results_markdown(summary)
     # n 4, 2 failed: 1 right of 4 (all) = 25%, 1 right of 2 (non-failed) = 50%
-    assert "| 50 | 7K | 4 | 2 | - | 25.00 | 50.00 | 25.00 | 50.00 |" in text
-    assert "| **this run** (all) | 25.00 |" in text
-    assert "| this run (non-failed) | 50.00 |" in text
-    assert "sub-EM (all) | sub-EM (non-failed)" in text
+    assert (
+        "| 50 | 7K | 4 | 1 | 2 | 0 | - | 25.00 | 50.00 | 25.00 | 25.00 | 50.00 |"
+        in text
+    )
+    assert "| **this run** | | mean (all) | 25.00 |" in text
+    assert "| this run | | mean (non-failed) | 50.00 |" in text
+    assert "sub-EM (all) | sub-EM (non-failed) | sub-EM best-of-n (all)" in text
+    # the original's denominator as the headline: its columns come first
+    summary["meta"]["headline"] = "non_failed"
+    text = report.results_markdown(summary)
+    assert (
+        "| 50 | 7K | 4 | 1 | 2 | 0 | - | 50.00 | 25.00 | 50.00 | 50.00 | 25.00 |"
+        in text
+    )
+    assert "| **this run** | | mean (non-failed) | 50.00 |" in text
 
 
 def test_report_sets_our_row_beside_the_paper(tmp_path, monkeypatch):
@@ -122,19 +170,20 @@ def test_report_sets_our_row_beside_the_paper(tmp_path, monkeypatch):
     )
     md, png = report.write_report(summary, tmp_path)
     text = md.read_text()
-    assert "| **this run** (all) | 50.00 | 100.00 |" in text
-    assert "| RL-MemAgent-14B (paper) | 83.59 | 82.03 |" in text
-    # the plot: our line at (mean context tokens, sub-EM), beside the paper's rows
+    assert "| **this run** | | mean (all) | 50.00 | 100.00 |" in text
+    v1 = "MemAgent paper v1 (arXiv 2507.02259v1)"
+    assert f"| RL-MemAgent-14B | {v1} | 1 sample | 83.59 | 82.03 |" in text
+    # the plot: our line at (mean context tokens, sub-EM), beside the anchors
     (ax,) = figures[0].axes
     lines = {line.get_label(): line.get_xydata().tolist() for line in ax.get_lines()}
-    assert lines["mine"] == [[7000, 50], [14500, 100]]
-    paper = report.ANCHORS["Qwen2.5-7B-Instruct-1M (paper)"]
-    assert lines["Qwen2.5-7B-Instruct-1M (paper)"] == [
-        [report.PAPER_TOKENS[n], v] for n, v in paper.items() if v is not None
+    assert lines["mine (mean, all)"] == [[7000, 50], [14500, 100]]
+    qwen = next(a for a in report.ANCHOR_ROWS if a.name == "Qwen2.5-7B-Instruct-1M")
+    assert lines[qwen.label] == [
+        [report.PAPER_TOKENS[n], v] for n, v in qwen.values.items() if v is not None
     ]
-    assert set(lines) == {"mine", *report.ANCHORS}
+    assert set(lines) == {"mine (mean, all)", *(a.label for a in report.ANCHOR_ROWS)}
     assert ax.get_xscale() == "log"
-    assert matplotlib.image.imread(png).shape == (600, 840, 4)  # a whole PNG
+    assert matplotlib.image.imread(png).shape == (660, 840, 4)  # a whole PNG
 
 
 # ------------------------------------------------------------ eval workflow
@@ -386,10 +435,12 @@ def test_resume_writes_every_id_exactly_once(killed_then_resumed):
     assert sorted(scored) == sorted(ids[12])  # no id missing, none scored twice
     # Every line parses (a torn tail was cut) and only the failed id has two lines.
     assert len(lines) == len(ids[12]) + 1 and lines[1]["error"] == "earlier failure"
-    recs = results.read_records(out / "length_12.jsonl")
-    assert recs[ids[12][0]]["prediction"] == PRESEEDED  # skipped
-    assert recs[ids[12][1]]["error"] is None  # retried, superseding the failure
-    assert set(results.read_records(out / "length_24.jsonl")) == set(ids[24])
+    recs = results.read_records(out / "length_12.jsonl")  # keys: (id, repeat)
+    assert recs[ids[12][0], 0]["prediction"] == PRESEEDED  # skipped
+    assert recs[ids[12][1], 0]["error"] is None  # retried, superseding the failure
+    assert set(results.read_records(out / "length_24.jsonl")) == {
+        (i, 0) for i in ids[24]
+    }
 
 
 def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
@@ -403,6 +454,7 @@ def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
     chunk = config["memagent"]["chunk_tokens"]
     data = killed_then_resumed["data"]
     summary = json.loads((out / "summary.json").read_text())
+    name_of = {"n_chunks": "mean_chunks", "context_tokens": "mean_context_tokens"}
     assert [r["length"] for r in summary["lengths"]] == [12, 24]
     for row in summary["lengths"]:
         n = row["length"]
@@ -415,14 +467,16 @@ def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
         for sample in samples:
             if sample["id"] == ids[12][0]:
                 continue  # the preseeded record was skipped, as written
-            rec = recs[sample["id"]]
+            rec = recs[sample["id"], 0]
             tokens = len(tokenizer.encode(sample["context"], add_special_tokens=False))
             want = (tokens, -(-tokens // chunk))
             assert (rec["context_tokens"], rec["n_chunks"]) == want
         for key in ("sub_em", "em", "f1", "n_chunks", "context_tokens"):
-            total = sum(r[key] for r in recs.values() if r[key] is not None)
-            count = sum(r[key] is not None for r in recs.values())
-            name = {"n_chunks": "mean_chunks", "context_tokens": "mean_context_tokens"}
+            # an empty output (possible from a random model) is in no accuracy
+            rows = [r for r in recs.values() if r["counted"] or key in name_of]
+            total = sum(r[key] for r in rows if r[key] is not None)
+            count = sum(r[key] is not None for r in rows)
+            name = name_of
             scale = 100 if key in ("sub_em", "em", "f1") else 1
             assert row[name.get(key, key)] == pytest.approx(scale * total / count), key
             if key in ("sub_em", "em", "f1"):  # nothing failed: both denominators agree

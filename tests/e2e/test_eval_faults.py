@@ -77,7 +77,8 @@ def runs(tiny_model_dir, tmp_path_factory):
 
 def test_without_retries_each_fault_costs_one_sample_recorded_with_its_error(runs):
     first = runs["first"]
-    assert sorted(first) == sorted(runs["ids"])  # the run finished every sample
+    # the run finished every sample (keys: (id, repeat); one repeat here)
+    assert sorted(first) == sorted((i, 0) for i in runs["ids"])
     failed = {i: r["error"] for i, r in first.items() if r["error"] is not None}
     assert len(failed) == len(runs["faults_first"]) >= 1
     assert {e["fault"] for e in runs["faults_first"]} <= {"error", "reset", "delay"}
@@ -87,7 +88,7 @@ def test_without_retries_each_fault_costs_one_sample_recorded_with_its_error(run
 def test_the_rerun_fills_in_the_failed_samples_under_the_same_faults(runs):
     assert runs["faults_rerun"], "no fault hit the rerun: it proves nothing"
     final = runs["final"]
-    assert sorted(final) == sorted(runs["ids"])
+    assert sorted(final) == sorted((i, 0) for i in runs["ids"])
     assert all(r["error"] is None for r in final.values())
     n_failed = sum(r["error"] is not None for r in runs["first"].values())
     # Only the failed samples were run again; the scored ones were kept as they were.

@@ -75,10 +75,10 @@ def test_expanded_text_is_what_the_eval_read(evaluated, tiny_model_dir):
     tok = load_tokenizer(str(tiny_model_dir))
     for n in (200, 12800):  # the full-text file and the expanded index-only one
         recs = results.read_records(evaluated / "out" / f"length_{n}.jsonl")
-        assert sorted(recs) == ["0", "1"]
+        assert sorted(recs) == [("0", 0), ("1", 0)]  # (id, repeat)
         for sid, text in (("0", TEXT_0), ("1", TEXT_1)):
-            assert recs[sid]["error"] is None
-            assert recs[sid]["context_tokens"] == len(
+            assert recs[sid, 0]["error"] is None
+            assert recs[sid, 0]["context_tokens"] == len(
                 tok.encode(text, add_special_tokens=False)
             )
 

@@ -126,6 +126,14 @@ def test_what_the_engine_subclass_relies_on():
     assert "self.backend.launch_server(server_args)" in launch, changed(
         "RemoteInfEngine.launch_server"
     )
+    # StandinBackend writes the port the OS gave the stand-in back into
+    # server_args: AReaL must read the address only after the launch.
+    lines = [line.strip() for line in launch.splitlines()]
+    launched = lines.index("process = self.backend.launch_server(server_args)")
+    reads = [i for i, line in enumerate(lines) if 'server_args["port"]' in line]
+    assert reads and min(reads) < launched < reads[1], changed(
+        "where RemoteInfEngine.launch_server reads the server's port"
+    )
     # The controllers send engine classes to workers by import path.
     path = 'f"{engine_class.__module__}.{engine_class.__name__}"'
     assert path in inspect.getsource(RolloutController._async_initialize)
