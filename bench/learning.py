@@ -38,7 +38,10 @@ SEEDS = (0, 1, 2)
 # name -> (workflow import path or None, extra overrides); both on seed 0's model
 CONTROLS = {
     "shuffled": (SHUFFLED, ()),
-    "no_memory_rows": (None, ("memagent.train_memory_turns=false",)),
+    "no_memory_rows": (
+        None,
+        ("memagent.train_memory_turns=false", "memagent.train_final_turn=true"),
+    ),
 }
 TARGET = 0.90  # held-out accuracy every seed must reach
 CONTROL_MARGIN = 0.10  # a control's final accuracy must stay within chance + this
@@ -54,13 +57,14 @@ def config_value(dotted: str, path: Path = CONFIG) -> Any:
     return value
 
 
-def build_model(model_dir: Path, seed: int) -> Path:
-    """The warm-started needle model of ``seed``, as the CPU job builds it."""
+def build_model(model_dir: Path, seed: int, overrides: tuple[str, ...] = ()) -> Path:
+    """The warm-started needle model of ``seed``, as the CPU job builds it
+    (``overrides``: config keys, e.g. another task)."""
     from examples.train import load_config
     from standin.cpu_job import build_model as build
 
     argv = ["--config", str(CONFIG), f"standin.seed={seed}", f"actor.path={model_dir}"]
-    build(load_config(argv))
+    build(load_config([*argv, *overrides]))
     return model_dir
 
 

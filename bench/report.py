@@ -7,10 +7,19 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import report_loop, report_sections
+from bench import report_actor, report_loop, report_sections
 from bench.report_sections import ratio_cell, status_cell
 
-FILES = ("overhead", "async_vs_lockstep", "replay", "loop", "scaling", "learning")
+FILES = (
+    "overhead",
+    "async_vs_lockstep",
+    "replay",
+    "loop",
+    "scaling",
+    "learning",
+    "actor",
+    "length",
+)
 TITLES = {
     "overhead": "1. Driver overhead per turn",
     "async_vs_lockstep": "2. Async (AReaL) vs small-batch lockstep rollout, measured",
@@ -18,6 +27,8 @@ TITLES = {
     "loop": "4. The training loop: AReaL's asynchrony vs the original's schedule",
     "scaling": "5. Scaling in context length",
     "learning": "6. Learning: GRPO through the real stack, and two controls",
+    "actor": "7. The actor update: where its time goes, and what two options save",
+    "length": "8. Length: trained on short documents, read at up to 256 chunks",
 }
 PLOT = "loop.png"
 PREVIOUS = "loop.previous.json"  # the loop result a new run replaced (run.py)
@@ -41,6 +52,8 @@ RENDER = {
     "replay": report_loop.replay,
     "scaling": report_sections.scaling,
     "learning": report_sections.learning,
+    "actor": report_actor.actor,
+    "length": report_sections.length,
 }
 
 
@@ -96,7 +109,8 @@ def render(
     ``previous`` an earlier loop result to check reproducibility against."""
     smoke = any(r.get("smoke") for r in results.values())
     lines = [
-        "# Benchmarks: driver overhead, rollout schedules, the training loop, O(N), learning",
+        "# Benchmarks: driver overhead, rollout schedules, the training loop, O(N), "
+        "learning, the actor update",
         "",
     ]
     if smoke:
@@ -105,10 +119,10 @@ def render(
             "",
         ]
     lines += [
-        "Reproduce with `uv run python bench/run.py` (all six, about 30 minutes on 2 cores "
-        "depending on the load; "
-        "`--only overhead|async|replay|loop|scaling|learning` for some, `--smoke` for toy "
-        "sizes). "
+        "Reproduce with `uv run python bench/run.py` (all seven, about an hour on 2 "
+        "cores depending on the load; "
+        "`--only overhead|async|replay|loop|scaling|learning|actor|length` for some, `--smoke` "
+        "for toy sizes). "
         "Raw numbers: `bench/results/*.json`.",
         "",
     ]

@@ -217,3 +217,33 @@ def learning(r: dict[str, Any]) -> list[str]:
         f"![learning curves]({r['png'].removeprefix('bench/')})",
         "",
     ]
+
+
+def length(r: dict[str, Any]) -> list[str]:
+    c = r["config"]
+    chunks = c["lengths"]
+    rows = [
+        f"seed {run['seed']}: {label.replace('_', ' ')}|"
+        + "|".join("-" if v is None else f"{v:.2f}" for v in run["table"][label])
+        for run in r["runs"]
+        for label in ("trained", "warm_start", "memory_wiped")
+    ]
+    walls = ", ".join(
+        f"seed {run['seed']}: {run['wall_s'] / 60:.1f} min ({run['train_s']:.0f} s training)"
+        for run in r["runs"]
+    )
+    return [
+        f"The CPU main job (`{c['file']}` with {', '.join(c['recipe'])}) trained at "
+        f"{c['train_chunks']} chunks, then its own length eval through "
+        f"`examples/eval.py` on {c['eval_questions']} held-out questions per length: "
+        f"the trained checkpoint, the warm start (the same model before RL) and the "
+        f"trained checkpoint with `memagent.wipe_memory=true` (every turn given the "
+        f"initial memory). Accuracy (sub-EM, one sampled episode per question); "
+        f"chance {c['chance']:.2f}. Wall time per run (training, then 3 eval rows): "
+        f"{walls}; total {r['total_wall_s'] / 60:.1f} min.",
+        "",
+        *targets(r),
+        *_table("row|" + "|".join(f"{n} chunks" for n in chunks), rows),
+        f"![accuracy per length]({r['png'].removeprefix('bench/')})",
+        "",
+    ]

@@ -22,10 +22,12 @@ BENCHMARKS = {
     "loop": "bench.loop",
     "scaling": "bench.scaling",
     "learning": "bench.learning",
+    "actor": "bench.actor",
+    "length": "bench.length",
 }
-# Not in a --smoke run of everything: its toy version costs minutes, and
+# Not in a --smoke run of everything: their toy versions cost minutes, and
 # tests/e2e/test_learning.py runs the same train_run path for real.
-NOT_IN_SMOKE = ("learning",)
+NOT_IN_SMOKE = ("learning", "actor", "length")
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
@@ -33,6 +35,8 @@ RESULT_NAMES = {
     "loop": "loop",
     "scaling": "scaling",
     "learning": "learning",
+    "actor": "actor",
+    "length": "length",
 }
 
 

@@ -1,17 +1,19 @@
 """A ~32K-token byte-level BPE with a Qwen-style chat template, built locally.
 
 Trained with ``tokenizers`` on the synthetic corpus of :mod:`bench.corpus`
-(no hub access), saved under ``bench/.cache/`` and reused while its build key
-(vocabulary size, corpus size, version) is unchanged. Training is
-deterministic, so every machine gets the same vocabulary.
+(no hub access), saved under ``bench/.cache/`` (or ``$BENCH_CACHE_DIR``) and
+reused while its build key (vocabulary size, corpus size, version) is
+unchanged. Training is deterministic, so every machine gets the same
+vocabulary. The benchmarks' worker processes may all ask for it at once on a
+cold cache: one builds, the others wait for its build
+(:func:`memagent_workflow.data.build_once.build_once`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import itertools
-import json
-import shutil
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -20,10 +22,13 @@ from tokenizers import pre_tokenizers as pre
 from transformers import PreTrainedTokenizerFast
 
 from bench.corpus import corpus_lines
+from memagent_workflow.data.build_once import build_once
 from standin.tiny_model import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
 from standin.tiny_model import QWEN2_SPLIT_PATTERN as SPLIT_PATTERN
 
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"
+#: Environment variable that moves the cache (a cold cache for tests).
+CACHE_ENV = "BENCH_CACHE_DIR"
 VOCAB_SIZE = 32_000
 CORPUS_PARAGRAPHS = 30_000
 BUILD_VERSION = 1
@@ -87,26 +92,33 @@ def wrap(tok: Tokenizer) -> PreTrainedTokenizerFast:
     )
 
 
+def cache_dir() -> Path:
+    """Where built benchmark artefacts live: ``$BENCH_CACHE_DIR`` or bench/.cache."""
+    return Path(os.environ.get(CACHE_ENV) or CACHE_DIR)
+
+
 def tokenizer_dir(
     vocab_size: int = VOCAB_SIZE, paragraphs: int = CORPUS_PARAGRAPHS
 ) -> Path:
-    """Directory of the cached tokenizer, built on first use."""
-    out = CACHE_DIR / f"bpe{vocab_size}-{build_key(vocab_size, paragraphs)}"
-    if (out / "tokenizer.json").exists():
-        return out
-    tmp = out.with_name(out.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    wrap(train_tokenizer(vocab_size, paragraphs)).save_pretrained(str(tmp))
+    """Directory of the cached tokenizer, built on first use (once, whoever asks)."""
+    out = cache_dir() / f"bpe{vocab_size}-{build_key(vocab_size, paragraphs)}"
     meta = {
         "vocab_size": vocab_size,
         "paragraphs": paragraphs,
         "version": BUILD_VERSION,
     }
-    (tmp / "bench_build.json").write_text(json.dumps(meta))
-    shutil.rmtree(out, ignore_errors=True)
-    tmp.rename(out)
-    return out
+
+    def write(tmp: Path) -> None:
+        wrap(train_tokenizer(vocab_size, paragraphs)).save_pretrained(str(tmp))
+
+    return build_once(
+        out,
+        meta,
+        write,
+        marker="bench_build.json",
+        required=("tokenizer.json",),
+        what="benchmark tokenizer",
+    )
 
 
 @lru_cache(maxsize=4)

@@ -27,6 +27,7 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.ray_cluster import ray_for
 from memagent_workflow.terminal import quiet_terminal
 from memagent_workflow.trainer import MemAgentPPOTrainer
@@ -116,11 +117,13 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config, parsed by the class its ``run.config`` names."""
-    return load_run_config(argv, MemAgentGRPOConfig)
+    config = load_run_config(argv, MemAgentGRPOConfig)
+    return resolve_paths(config)  # relative paths mean the same in every worker
 
 
 def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
+    make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:
         # The terminal: step lines, a progress bar, warnings; all else in files.
         stack.enter_context(

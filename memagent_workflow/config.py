@@ -53,6 +53,14 @@ class MemAgentConfig:
     initial_memory: str = field(
         default="No previous memory", metadata={"help": "Memory before turn 1."}
     )
+    wipe_memory: bool = field(
+        default=False,
+        metadata={
+            "help": "An ablation: every turn, the final one included, is given the "
+            "initial memory instead of the one just written, so nothing read "
+            "reaches the answer through the memory."
+        },
+    )
     reward: str = field(
         default="original",
         metadata={
@@ -97,6 +105,16 @@ class MemAgentConfig:
             "help": "How long a model call that fails (server error, dropped "
             "connection, timeout, server down) is made again before its episode "
             "fails; long enough to wait out a server restart."
+        },
+    )
+
+    skip_tied_groups: bool = field(
+        default=False,
+        metadata={
+            "help": "Keep the rows of groups whose rewards all tie (advantage 0 on "
+            "every row) out of the actor's reference, proximal and training passes "
+            "(docs/performance.md). Tied groups are counted in steps.jsonl either way. "
+            "Read by the trainer; the workflow marks tied rows whatever its value."
         },
     )
 

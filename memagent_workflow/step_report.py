@@ -21,7 +21,9 @@ from areal.utils.stats_logger import StatsLogger
 from tqdm import tqdm
 
 from memagent_workflow.curve import plot_curves, read_steps
+from memagent_workflow.prox_approx import approx_errors
 from memagent_workflow.terminal import console
+from memagent_workflow.tied_groups import step_counts
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -47,10 +49,12 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
         "lr": stats.get("ppo_actor/update/lr"),
         "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
+        **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped
         "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
         "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
         "eval_reward": stats.get("eval-rollout/memagent/reward"),
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
+        "prox_approx_error": approx_errors(stats),  # prox_logp_method: metrics
         "timing_s": {
             k.removeprefix("timeperf/"): round(v, 2)
             for k, v in stats.items()
@@ -74,7 +78,9 @@ def format_line(line: dict) -> str:
         f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
         f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
         f"rejected, {line['episodes_failed']} episodes failed, "
-        f"{line['calls_retried']} calls retried | rollout {t.get('rollout', 0)}s "
+        f"{line['calls_retried']} calls retried | {line.get('tied_groups')} of "
+        f"{line.get('groups')} groups tied, {line.get('rows_skipped')} rows "
+        f"skipped | rollout {t.get('rollout', 0)}s "
         f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
         + (
             f" | validation accuracy {line['eval_reward']:.3f}"

@@ -37,6 +37,7 @@ from memagent_workflow.recovery.checkpoint import (
     restore_interrupted_dump,
 )
 from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
+from memagent_workflow.scheduler import MemAgentLocalScheduler
 from memagent_workflow.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -112,6 +113,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             actor = self.actor_cls.as_controller(actor_config, self.scheduler)
         else:
             actor = self.actor_cls(config=actor_config)
+        memagent = getattr(self.config, "memagent", None)
+        actor.skip_tied_groups = bool(getattr(memagent, "skip_tied_groups", False))
         actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
 
@@ -147,6 +150,12 @@ class MemAgentPPOTrainer(PPOTrainer):
             self.train_dataloader.log_untrained()
         if isinstance(self.stats_logger, StepReport) and StepReport.on_rank0():
             logger.info(self.stats_logger.summary())
+
+    def _init_scheduler(self) -> Any:
+        # Ports unique per run and a bounded worker start (two runs side by side).
+        if self.config.scheduler.type == "local":
+            return MemAgentLocalScheduler(exp_config=self.config)
+        return super()._init_scheduler()
 
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
         """A start-up that fails after the scheduler started workers (e.g. the

@@ -34,6 +34,7 @@ from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
 from memagent_workflow.rows import Turn, pad_rows
+from memagent_workflow.tied_groups import TIED_KEY, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -77,6 +78,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.train_final_turn = cfg.train_final_turn
         self.train_memory_turns = cfg.train_memory_turns
         self.engine_retry_s = cfg.engine_retry_s
+        self.wipe_memory = cfg.wipe_memory  # an ablation: memory never carries
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=cfg.max_memory_tokens
         )
@@ -145,6 +147,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
         rows = await asyncio.to_thread(pad_rows, turns, row_advantages)
+        rows[TIED_KEY] = tied_flags(len(turns), row_advantages)  # tied_groups.py
         if INDEX_KEY in data:  # which question these rows train (see recovery/)
             rows[INDEX_KEY] = torch.full(
                 (len(turns),), int(data[INDEX_KEY]), dtype=torch.int64
@@ -203,6 +206,8 @@ class MemAgentWorkflow(RolloutWorkflow):
                 trainable=self.train_memory_turns,
             )
             memory = self.next_memory(turn, ep)
+            if self.wipe_memory:
+                memory = self.initial_memory
             ep.add_turn(turn, keep=keep_turns)
         prompt = doc.final_prompt.build(memory)
         turn = await self.generate(

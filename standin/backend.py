@@ -8,16 +8,27 @@ response parsers) and starts ``python -m standin.server`` instead, honouring
 the server arguments the stand-in understands. `StandinSGLangEngine` is
 AReaL's `RemoteSGLangEngine` with that backend: the rollout controller sends
 the class to its workers by import path, so it must live in a module.
+
+AReaL picks the server's port with Python's ``random``, seeded by
+``config.seed`` in the rollout worker: two runs with the same seed pick the
+same port. The stand-in binds a port the OS chooses instead (free by
+construction) and reports it; `StandinBackend` writes it back into
+``server_args["port"]``, where AReaL reads the address after
+``launch_server`` returns (pinned by tests/unit/test_standin_trainer_pins.py).
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 from areal.api.cli_args import InferenceEngineConfig
@@ -36,13 +47,16 @@ REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
 EXTRA_ARGS_ENV = "STANDIN_EXTRA_ARGS"
 
 
+_launches = itertools.count()
+
+
 def standin_command(server_args: dict[str, Any]) -> list[str]:
     """``python -m standin.server ...`` for AReaL's server arguments."""
     if not server_args.get("model_path"):
         raise ValueError("server_args lack model_path (sglang.model_path)")
     cmd = [sys.executable, "-m", "standin.server", *server_flags(server_args)]
     if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
-        name = f"standin-{server_args.get('port', 0)}.json"
+        name = f"standin-{os.getpid()}-{next(_launches)}.json"
         cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
     cmd += shlex.split(os.environ.get(EXTRA_ARGS_ENV, ""))
     # The stand-in exits with the worker that launched it.
@@ -71,17 +85,45 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float = 300.0) -> N
         time.sleep(0.25)
 
 
+def _wait_port(proc: subprocess.Popen, port_file: Path, timeout: float = 300.0) -> int:
+    """The port the server ``proc`` bound, once it reports it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"the stand-in server exited with code {proc.returncode} during "
+                "start-up; its output is in this worker's log"
+            )
+        try:
+            report = json.loads(port_file.read_text())
+            if report["pid"] == proc.pid:
+                return int(report["port"])
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"the stand-in server bound no port within {timeout:.0f} s")
+
+
 class StandinBackend(SGLangBackend):
     """SGLang's HTTP protocol; ``launch_server`` starts the CPU stand-in."""
 
     def launch_server(self, server_args: dict[str, Any]) -> subprocess.Popen:
+        """Start the stand-in on a port the OS picks, written back into
+        ``server_args["port"]``; return once it answers."""
         env = os.environ.copy()
         env.setdefault("TORCHDYNAMO_DISABLE", "1")
         env.setdefault("HF_HUB_OFFLINE", "1")
         env["PYTHONUNBUFFERED"] = "1"
-        proc = subprocess.Popen(
-            standin_command(server_args), env=env, stdout=sys.stdout, stderr=sys.stdout
-        )
+        with tempfile.TemporaryDirectory(prefix="standin-port-") as tmp:
+            port_file = Path(tmp) / "port.json"
+            cmd = standin_command({**server_args, "port": 0})
+            cmd += ["--port-file", str(port_file)]
+            proc = subprocess.Popen(cmd, env=env, stdout=sys.stdout, stderr=sys.stdout)
+            try:
+                server_args["port"] = _wait_port(proc, port_file)
+            except BaseException:
+                proc.kill()
+                raise
         _wait_healthy(
             proc, f"http://{format_hostport(server_args['host'], server_args['port'])}"
         )

@@ -1,21 +1,16 @@
-"""Build-once folders: a build is reused while its marker matches its key.
+"""The stand-in's model folders, built once and reused while their key matches.
 
-Files are written to a temporary sibling folder and moved in, marker last, so a
-concurrent reader never sees a half-written build as complete.
+A thin layer over :func:`memagent_workflow.data.build_once.build_once` (safe
+when several processes build the same folder at once), with the marker name
+and the files every model folder must hold.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from areal.utils import logging
-
-logger = logging.getLogger("StandinBuild")
+from memagent_workflow.data.build_once import build_once, is_built
 
 MARKER_FILE = "standin_build.json"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -23,13 +18,7 @@ REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
 
 def is_complete(out: Path, key: dict) -> bool:
     """Whether ``out`` holds a finished build made from ``key``."""
-    marker = out / MARKER_FILE
-    if not marker.is_file() or not all((out / f).is_file() for f in REQUIRED_FILES):
-        return False
-    try:
-        return json.loads(marker.read_text()) == key
-    except (OSError, ValueError):
-        return False
+    return is_built(out, key, MARKER_FILE, REQUIRED_FILES)
 
 
 def cached_build(
@@ -42,32 +31,12 @@ def cached_build(
 
     A non-empty folder that holds no build is refused (unless ``overwrite``).
     """
-    out = Path(out_dir)
-    if not overwrite and is_complete(out, key):
-        logger.info(f"Reusing the build in {out}")
-        return out
-    if out.exists() and any(out.iterdir()) and not (out / MARKER_FILE).exists():
-        if not overwrite:
-            raise FileExistsError(f"{out} is not empty and holds no stand-in build")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    tmp.chmod(0o755)
-    try:
-        write(tmp)
-        (tmp / MARKER_FILE).write_text(json.dumps(key, indent=2))
-        if not out.exists():
-            try:
-                tmp.rename(out)
-            except OSError:  # another process published first
-                if not is_complete(out, key):
-                    raise
-        else:
-            (out / MARKER_FILE).unlink(missing_ok=True)
-            for f in sorted(tmp.iterdir()):
-                if f.name != MARKER_FILE:
-                    os.replace(f, out / f.name)
-            os.replace(tmp / MARKER_FILE, out / MARKER_FILE)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    logger.info(f"Built {out}")
-    return out
+    return build_once(
+        out_dir,
+        key,
+        write,
+        marker=MARKER_FILE,
+        required=REQUIRED_FILES,
+        overwrite=overwrite,
+        what="stand-in model",
+    )

@@ -34,9 +34,48 @@ class StandinConfig:
     needle_chunks: int = field(
         default=1, metadata={"help": "Chunks (sentences) per needle context."}
     )
-    needle_distractors: bool = field(
+    needle_distractors: float = field(
+        default=0.0,
+        metadata={
+            "help": "Share of the sentences besides the needle that are other "
+            "names' codes (distractors) rather than filler: 0 to 1 (false = 0, "
+            "true = 1)."
+        },
+    )
+    needle_layers: int = field(
+        default=1, metadata={"help": "Needle model: transformer layers."}
+    )
+    needle_hidden: int = field(
+        default=64, metadata={"help": "Needle model: hidden size."}
+    )
+    needle_carry: bool = field(
         default=False,
-        metadata={"help": "Other names' codes instead of filler sentences."},
+        metadata={
+            "help": "Needle model's format warm start: a memory turn re-boxes the "
+            "memory's word unless its chunk states the asked name's code, where "
+            "it boxes a random word (when to overwrite the memory, never with "
+            "what: the warm start stays at chance)."
+        },
+    )
+    length_eval: list[int] = field(
+        default_factory=list,
+        metadata={
+            "help": "After training: evaluate the last checkpoint and the warm "
+            "start at these lengths (chunks per document) through "
+            "examples/eval.py and write length_table.json beside steps.jsonl "
+            "(needle task; empty: no such eval)."
+        },
+    )
+    length_eval_wiped: bool = field(
+        default=False,
+        metadata={
+            "help": "The length eval adds a row: the trained model with "
+            "memagent.wipe_memory=true (the memory-wiped control)."
+        },
+    )
+    length_eval_config: str = field(
+        default="config_eval_needle.yaml",
+        metadata={"help": "The eval config of the length eval."},
     )
     synthetic_train: int = field(
         default=32, metadata={"help": "Synthetic questions when no train set exists."}
@@ -85,6 +124,12 @@ class StandinConfig:
             raise ValueError(f"standin.task must be two_hop or needle, got {self.task}")
         if self.needle_chunks < 1:
             raise ValueError("standin.needle_chunks must be >= 1")
+        if not 0 <= self.needle_distractors <= 1:
+            raise ValueError("standin.needle_distractors must be in [0, 1]")
+        if self.length_eval and self.task != "needle":
+            raise ValueError("standin.length_eval needs standin.task=needle")
+        if any(n < 1 for n in self.length_eval):
+            raise ValueError("standin.length_eval: lengths must be >= 1")
         for name in ("synthetic_train", "synthetic_valid", "synthetic_eval"):
             if getattr(self, name) < 0:
                 raise ValueError(f"standin.{name} must be >= 0")

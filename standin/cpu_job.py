@@ -24,6 +24,7 @@ from memagent_workflow.data.files import write_json, write_jsonl
 from memagent_workflow.data.synthetic import make_needle, make_synthetic
 from memagent_workflow.eval import sets
 from memagent_workflow.prompt_file import load_prompts
+from standin.build_cache import MARKER_FILE
 from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
 from standin.launch import (
     find_free_port,
@@ -55,9 +56,21 @@ def ensure_synthetic(
     logger.info(f"wrote {n} synthetic {cfg.task} questions to {path}")
 
 
+def is_checkpoint(path: str) -> bool:
+    """A saved model (e.g. a trained checkpoint) rather than a stand-in build."""
+    folder = Path(path)
+    return (folder / "config.json").is_file() and not (folder / MARKER_FILE).exists()
+
+
 def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
     """The model of ``standin.task`` at ``actor.path`` (built once, then reused)."""
     cfg, mem = config.standin, config.memagent
+    evaluating = isinstance(config, StandinEvalConfig)
+    if is_checkpoint(config.actor.path) or (
+        evaluating and (Path(config.actor.path) / "config.json").is_file()
+    ):  # evaluation serves the model it is given, whatever built it
+        logger.info(f"serving the model in {config.actor.path} as it is")
+        return
     if cfg.task != "needle":
         build_tiny_model(config.actor.path, seed=cfg.seed)
         return
@@ -69,8 +82,11 @@ def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
         chunk_tokens=mem.chunk_tokens,
         chunks=cfg.needle_chunks,
         distractors=cfg.needle_distractors,
+        carry=cfg.needle_carry,
         memory_tokens=mem.max_memory_tokens,
         seed=cfg.seed,
+        layers=cfg.needle_layers,
+        hidden_size=cfg.needle_hidden,
     )
     build_needle_model(config.actor.path, spec)
 
@@ -148,6 +164,7 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str | None]:
     if config.scheduler.type is not None:
         with single_controller(config):
             yield None
+        after_training(config)
         return
     install_packed_sdpa()
     # The stand-in's models are tiny: one intra-op thread trains them several
@@ -162,6 +179,15 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str | None]:
             yield addr
         finally:
             torch.set_num_threads(threads)
+    after_training(config)
+
+
+def after_training(config: StandinGRPOConfig) -> None:
+    """What a finished CPU run does last: the length eval, if configured."""
+    if config.standin.length_eval:
+        from standin.length_eval import run_length_eval
+
+        run_length_eval(config)
 
 
 @contextlib.contextmanager
@@ -224,9 +250,7 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
         if path.is_file():
             continue
         try:
-            # One seed for every length: the same question ids at each N, as
-            # the official sets share their question indices.
-            samples = make_synthetic(n_samples, seed=config.standin.seed, num_docs=n)
+            samples = synthetic_eval_set(config.standin, n_samples, n)
         except ValueError as exc:
             raise ValueError(f"cannot write synthetic eval_{n}.json: {exc}") from exc
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -234,3 +258,16 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
         logger.warning(
             f"wrote {len(samples)} synthetic questions to {path} (CPU smoke data)"
         )
+
+
+def synthetic_eval_set(cfg: StandinConfig, n_samples: int, n: int) -> list[dict]:
+    """``n_samples`` questions of ``eval_{n}.json``: ``n`` documents (two_hop) or
+    ``n`` chunks (needle: held-out (name, code) pairs, never trained on)."""
+    if cfg.task != "needle":
+        # One seed for every length: the same question ids at each N, as the
+        # official sets share their question indices.
+        return make_synthetic(n_samples, seed=cfg.seed, num_docs=n)
+    rows = make_needle(
+        n_samples, cfg.seed + 7919 * n, n, cfg.needle_distractors, split="valid"
+    )
+    return [{**row, "num_docs": n} for row in rows]

@@ -15,9 +15,13 @@ from typing import Any
 from memagent_workflow.eval.engine import ClusterInference
 from standin.backend import StandinSGLangEngine
 from standin.config import StandinEvalConfig
-from standin.cpu_job import ensure_synthetic_eval, single_controller, standin_server
+from standin.cpu_job import (
+    build_model,
+    ensure_synthetic_eval,
+    single_controller,
+    standin_server,
+)
 from standin.launch import server_args_of
-from standin.tiny_model import build_tiny_model
 
 
 class StandinInference(ClusterInference):
@@ -27,7 +31,7 @@ class StandinInference(ClusterInference):
 
     def prepare(self) -> None:
         ensure_synthetic_eval(self.config)
-        build_tiny_model(self.config.actor.path, seed=self.config.standin.seed)
+        build_model(self.config)  # a model already at actor.path is served as is
 
     def single_controller(self) -> contextlib.AbstractContextManager[None]:
         return single_controller(self.config)

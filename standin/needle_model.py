@@ -73,7 +73,12 @@ class NeedleModelSpec:
     initial_memory: str = "none"
     chunk_tokens: int = 6
     chunks: int = 1
-    distractors: bool = False
+    distractors: bool | float = False
+    # Carrying a memory through turns: a memory turn re-boxes the memory's word
+    # unless its chunk states the asked name's code (or there is no memory
+    # yet), where it boxes a random word as always. When to overwrite, never
+    # with what. Demonstrations then have 1 to ``chunks`` chunks.
+    carry: bool = False
     # The memory is written like the answer, "\\boxed{ WORD }": 3 tokens, no EOS.
     memory_tokens: int = 3
     seed: int = 0
@@ -177,6 +182,21 @@ class Demos:
     def boxed(self, word: np.ndarray) -> list[int]:
         return [*self.box[0], *word, *self.box[1]]
 
+    def rows(self, n: int, seed: int) -> list[dict]:
+        """Questions of the demonstrations; with a memory to carry, of 1 to
+        ``chunks`` chunks (so every turn position is shown)."""
+        spec = self.spec
+        if not spec.carry:
+            return make_needle(n, seed, spec.chunks, spec.distractors)
+        rng = random.Random(seed)
+        return [
+            row
+            for _ in range(n)
+            for row in make_needle(
+                1, rng.randrange(1 << 30), rng.randint(1, spec.chunks), spec.distractors
+            )
+        ]
+
     def batch(self, n: int) -> list[tuple[np.ndarray, list[int], bool]]:
         """``(prompt, target, is_final)`` for every turn of ``n`` random questions."""
         spec = self.spec
@@ -185,13 +205,16 @@ class Demos:
         memory_eos = eos if spec.memory_tokens > len(self.boxed_answers[0]) else []
         pairs = []
         seed = self.rng.randrange(1 << 30)
-        for row in make_needle(n, seed, spec.chunks, spec.distractors):
+        for row in self.rows(n, seed):
             memory_t, final_t = self.prompts(row["question"])
             memory = self.initial_memory
             ids = encode_context(self.tok, row["context"])
-            for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
-                # Any answer word, whatever the chunk says: format, not task.
-                written = self.rng.choice(self.boxed_answers)
+            named = self.encode(f"code of {row['question'].split()[-2]}")
+            for t, chunk in enumerate(chunk_views(ids, spec.chunk_tokens)[0]):
+                if spec.carry and t and not np.array_equal(chunk[:3], named):
+                    written = memory.tolist()  # the same box again
+                else:  # any answer word, whatever the chunk says: not the task
+                    written = self.rng.choice(self.boxed_answers)
                 target = [*written, *memory_eos]
                 pairs.append((memory_t.build(memory, chunk), target, False))
                 memory = np.asarray(written, dtype=np.int32)

@@ -26,9 +26,10 @@ from areal.api.cli_args import (
     SchedulingStrategy,
     SchedulingStrategyType,
 )
-from areal.infra import LocalScheduler, RayScheduler
+from areal.infra import RayScheduler
 from areal.utils.environ import is_single_controller
 
+from memagent_workflow.scheduler import MemAgentLocalScheduler
 from memagent_workflow.trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
 from standin.backend import StandinSGLangEngine
@@ -64,8 +65,9 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
 
     def _init_scheduler(self) -> Scheduler:
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
-        # on a loaded 2-core machine; the rest is AReaL's choice of scheduler.
-        kinds = {"local": LocalScheduler, "ray": RayScheduler}
+        # on a loaded 2-core machine; the rest is the product's choice of
+        # scheduler (ports unique per run, see memagent_workflow.scheduler).
+        kinds = {"local": MemAgentLocalScheduler, "ray": RayScheduler}
         if self.config.scheduler.type not in kinds:
             return super()._init_scheduler()
         return kinds[self.config.scheduler.type](

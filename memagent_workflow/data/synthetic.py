@@ -194,7 +194,7 @@ def make_needle(
     n: int,
     seed: int,
     chunks: int = 1,
-    distractors: bool = False,
+    distractors: bool | float = False,
     split: str = "train",
 ) -> list[dict]:
     """``n`` needle questions of ``chunks`` sentences each; same arguments -> same rows.
@@ -203,13 +203,22 @@ def make_needle(
     The needle sits in a uniformly drawn sentence; the other sentences are
     filler ("NAME likes FOOD and FOOD ."), or with ``distractors`` the codes of
     other names, so that the memory must keep the code of the asked name only.
+    A number in (0, 1) for ``distractors`` is the share of distractors: each
+    other sentence is one with that probability, else filler.
     """
     if n < 0:
         raise ValueError(f"n must be >= 0, got {n}")
     if chunks < 1:
         raise ValueError(f"chunks must be >= 1, got {chunks}")
+    share = float(distractors)
+    if not 0 <= share <= 1:
+        raise ValueError(f"distractors must be a bool or in [0, 1], got {distractors}")
     pairs = needle_pairs(split)
     rng = random.Random(seed)
+
+    def is_distractor() -> bool:
+        return share == 1 or (share > 0 and rng.random() < share)
+
     rows = []
     for i in range(n):
         name, answer = rng.choice(pairs)
@@ -219,7 +228,7 @@ def make_needle(
             _needle_sentence(name, answer)
             if k == where
             else _needle_sentence(rng.choice(others), rng.choice(NEEDLE_ANSWERS))
-            if distractors
+            if is_distractor()
             else _filler_sentence(rng)
             for k in range(chunks)
         ]

@@ -89,42 +89,49 @@ def download(
         "not_on_hub": [],
         "index_only": [],
     }
-    manifest_path = root / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
-    staging = root / ".download"  # hub files are checked here before they count
-    try:
-        for n in lengths:
-            dest = eval_file(root, n)
-            if dest.name not in names:
-                report["not_on_hub"].append(n)
-                continue
-            if dest.is_file() and not force:
-                report["skipped"].append(dest)
-                continue
-            try:
-                fetched = hub.download_file(
-                    repo_id, dest.name, local_dir=staging, revision=commit
-                )
-            except hub.HubError as exc:
-                raise EvalDataError(str(exc)) from exc
-            index_only = check_index_only(fetched)  # checks an index-only file
-            if not index_only:
-                count_eval_samples(fetched)
-            if index_only and source is not None:
-                expand_file(fetched, source, dest)
-            else:
-                os.replace(fetched, dest)
-                if index_only:
-                    report["index_only"].append(dest)
-            report["written"].append(dest)
-            manifest[dest.name] = {
-                "repo_id": repo_id,
-                "revision": revision,
-                "commit": commit,
-                "index_only": index_only,
-                "expanded_from": str(source) if index_only and source else None,
-            }
-            write_json(manifest_path, manifest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    from memagent_workflow.data.build_once import exclusive
+
+    # One download per folder at a time: they share the staging folder and
+    # the manifest.
+    with exclusive(root / ".download.lock", f"downloading into {root}"):
+        manifest_path = root / MANIFEST
+        manifest = (
+            json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
+        )
+        staging = root / ".download"  # hub files are checked here before they count
+        try:
+            for n in lengths:
+                dest = eval_file(root, n)
+                if dest.name not in names:
+                    report["not_on_hub"].append(n)
+                    continue
+                if dest.is_file() and not force:
+                    report["skipped"].append(dest)
+                    continue
+                try:
+                    fetched = hub.download_file(
+                        repo_id, dest.name, local_dir=staging, revision=commit
+                    )
+                except hub.HubError as exc:
+                    raise EvalDataError(str(exc)) from exc
+                index_only = check_index_only(fetched)  # checks an index-only file
+                if not index_only:
+                    count_eval_samples(fetched)
+                if index_only and source is not None:
+                    expand_file(fetched, source, dest)
+                else:
+                    os.replace(fetched, dest)
+                    if index_only:
+                        report["index_only"].append(dest)
+                report["written"].append(dest)
+                manifest[dest.name] = {
+                    "repo_id": repo_id,
+                    "revision": revision,
+                    "commit": commit,
+                    "index_only": index_only,
+                    "expanded_from": str(source) if index_only and source else None,
+                }
+                write_json(manifest_path, manifest)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return report

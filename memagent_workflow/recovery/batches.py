@@ -14,8 +14,11 @@ import os
 from typing import Any
 
 from areal.trainer.ppo.actor import PPOActorController
+from areal.utils.environ import is_single_controller
 
 from memagent_workflow.recovery.ledger import INDEX_KEY, QuestionLedger, RolloutStalled
+from memagent_workflow.recovery.ledger_sync import mark_step
+from memagent_workflow.tied_groups import drop_tied_groups
 
 
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:
@@ -39,6 +42,11 @@ def server_addresses(rollout: Any) -> list[str]:
     infos = getattr(rollout, "server_infos", None) or []
     if infos:
         return [f"{i.host}:{i.port}" for i in infos]
+    # RemoteSGLangEngine keeps the addresses it found (environment or
+    # name_resolve) on the RemoteInfEngine it wraps.
+    engine = getattr(rollout, "_engine", rollout)
+    if getattr(engine, "addresses", None):
+        return [str(a) for a in engine.addresses]
     # Where AReaL's launcher (and the CPU job) tells SPMD processes.
     return [a for a in os.environ.get("AREAL_LLM_SERVER_ADDRS", "").split(",") if a]
 
@@ -56,8 +64,19 @@ class MarksTrainedQuestions:
             servers = ", ".join(server_addresses(rollout)) or "unknown"
             raise RolloutStalled(f"{exc} Servers: {servers}.") from None
         if isinstance(dataloader, QuestionLedger):
-            dataloader.mark_trained(question_indices(batch))
-        return batch
+            mark_step(dataloader, question_indices(batch), self)
+        return self.drop_tied_groups(batch)
+
+    def drop_tied_groups(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The batch for the actor's passes (``memagent.skip_tied_groups``, which
+        the trainer sets as ``skip_tied_groups`` on the actor or its controller)."""
+        skip = getattr(self, "skip_tied_groups", False)
+        if not is_single_controller():  # this rank's share; keep one group
+            return drop_tied_groups(batch, skip)
+        dp_size = getattr(getattr(self, "parallel_strategy", None), "dp_size", 1)
+        return drop_tied_groups(
+            batch, skip, min_groups=dp_size, release=self.clear_batches
+        )
 
 
 class MemAgentActorController(MarksTrainedQuestions, PPOActorController):

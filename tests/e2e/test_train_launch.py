@@ -2,7 +2,9 @@
 
 Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
-``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``. AReaL's
+``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``, run as
+docs/gpu.md writes them: from the root of a fresh copy of the repository, with
+``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
 the GPU recipe does, so every tensor is cast on its way into the float32
@@ -23,7 +25,13 @@ from transformers import AutoModelForCausalLM
 
 from examples.train import load_config
 from memagent_workflow.terminal import CONSOLE_LOG
-from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
+from tests.e2e.launch_runs import (
+    LAUNCHES,
+    Launched,
+    digest_of,
+    fresh_clone,
+    train_cmd,
+)
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
 # the run is not the main job (no eval-rollout worker); and a seed of its own,
@@ -75,8 +83,8 @@ def runs(model, tmp_path_factory, request):
     the time of one and a half."""
 
     def start(name: str) -> Launched:
-        out = tmp_path_factory.mktemp(name)
-        return Launched(train_cmd(out, model, *LAUNCHES[name], *EXTRA[name]), out)
+        clone = fresh_clone(tmp_path_factory.mktemp(name), model)
+        return Launched(train_cmd(*LAUNCHES[name], *EXTRA[name]), clone, cwd=clone)
 
     def finish(launched: Launched):
         try:
@@ -186,6 +194,8 @@ def test_ray_started_and_stopped_its_own_instance(ray_disk):
 def log_dir(run, name: str = "") -> Path:
     return (
         run.out
+        / "outputs"
+        / "cpu"
         / "areal"
         / "logs"
         / getpass.getuser()
@@ -215,6 +225,24 @@ def test_the_terminal_shows_the_step_lines_and_the_files_keep_the_rest(local_dis
 
 
 def test_tensorboard_gets_every_stat(local_disk):
-    board = local_disk.out / "areal" / "tensorboard" / "memagent-cpu" / "trial0"
+    board = (
+        local_disk.out
+        / "outputs"
+        / "cpu"
+        / "areal"
+        / "tensorboard"
+        / "memagent-cpu"
+        / "trial0"
+    )
     events = list(board.glob("events.out.tfevents.*"))
     assert len(events) == 1 and events[0].stat().st_size > 0
+
+
+def test_relative_paths_mean_the_directory_of_the_command(run):
+    # config_cpu.yaml's relative paths, resolved once by the entry script: the
+    # workers (Ray's run elsewhere) wrote and read them under the clone's root.
+    root = run.out / "outputs" / "cpu"
+    assert run.checkpoint.is_relative_to(root / "areal" / "checkpoints")
+    assert (root / "data" / "train.jsonl").is_file()
+    assert (root / "name_resolve").is_dir()
+    assert f"actor.path={root / 'needle_model'}" in run.log

@@ -68,9 +68,13 @@ PRIVATE = (
     ),
     Private(
         f"{TRAINER}._init_scheduler",
-        ("standin.trainer:StandinPPOTrainer",),
-        "AReaL builds its scheduler here with a fixed worker start-up timeout, too "
-        "short on a loaded 2-core machine (standin.startup_timeout)",
+        (
+            "memagent_workflow.trainer:MemAgentPPOTrainer",
+            "standin.trainer:StandinPPOTrainer",
+        ),
+        "AReaL builds its scheduler here: scheduler.type=local gets "
+        "MemAgentLocalScheduler (ports unique per run, a bounded worker start), "
+        "and on CPU a longer start-up timeout (standin.startup_timeout)",
         "d5d80a1cba3e21048f6182a0d0d8cc2ccc092289066af18d47851cbef77451a1",
     ),
     Private(
@@ -91,6 +95,38 @@ PRIVATE = (
         "not overridden: StepReport reads each step's stats from the one dict "
         "(actor, rollout and eval-rollout stats) this passes to stats_logger.commit",
         "3b6579c849e63f1520bb9caf9f36a5ecf95f4557f631a017a18d348912e2e8fd",
+        overridden=False,
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._allocate_ports",
+        ("memagent_workflow.scheduler:MemAgentLocalScheduler",),
+        "AReaL draws worker ports from the global random state seeded by "
+        "config.seed, so two runs with one seed collide; the override draws from an "
+        "OS-seeded state and leaves training's stream untouched",
+        "33ef052262f8e6a1fc00fe207900a5b1606bca64a95cee1db929c73192f2e26e",
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._fork_single_worker",
+        ("memagent_workflow.scheduler:MemAgentLocalScheduler",),
+        "a forked worker (eval-rollout) picks its port from its parent's seeded "
+        "stream; a reply from another run's worker is retried on a new fork",
+        "01910ceb059cd177c9aecfc181d5b1aeb780f30f65204ca8f0002ce5632f0c18",
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._configure_worker",
+        ("memagent_workflow.scheduler:MemAgentLocalScheduler",),
+        "AReaL waits for the worker's /health with no deadline (a taken port hangs "
+        "the run); the override waits until the worker registered its own port, and "
+        "stops naming the port when it died",
+        "fac044b6ccd4914388694eb7bcfcbe624693bce41fe40fd49f419d21828c8208",
+    ),
+    Private(
+        "areal.infra.remote_inf_engine:RemoteInfEngine.launch_server",
+        ("standin.backend:StandinBackend",),
+        "not overridden: the stand-in binds a port the OS picks and StandinBackend "
+        "writes it back into server_args, so AReaL must read the port only after "
+        "self.backend.launch_server(server_args)",
+        "9604e72fb4502305d7039e1cc8bb8c8fa24aa6290f8e4e5c7b85de2637d962d5",
         overridden=False,
     ),
     Private(
@@ -126,6 +162,7 @@ SUBCLASSES = (
     "memagent_workflow.recovery.batches:MemAgentActorController",
     "memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",
     "memagent_workflow.step_report:StepReport",
+    "memagent_workflow.scheduler:MemAgentLocalScheduler",
     "standin.trainer:StandinPPOTrainer",
     "standin.actor:StandinPPOActor",
     "standin.backend:StandinSGLangEngine",

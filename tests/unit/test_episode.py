@@ -168,3 +168,23 @@ def test_the_eval_workflow_runs_the_same_episode(tokenizer, doc_ids):
     assert (rec["sub_em"], rec["em"], rec["f1"], rec["error"]) == (1.0, 1.0, 1.0, None)
     assert rec["n_chunks"] == len(chunks) and rec["context_tokens"] == len(doc_ids)
     assert rec["output_tokens"] == sum(len(c.output_ids) for c in engine.calls)
+
+
+def test_wipe_memory_gives_every_turn_the_initial_memory(tokenizer, doc_ids):
+    # The ablation: the memory written is never read, the final turn included.
+    chunks = [doc_ids[i : i + CHUNK] for i in range(0, len(doc_ids), CHUNK)]
+    _, engine, script = run_group(
+        tokenizer, len(chunks), group_size=1, wipe_memory=True
+    )
+    calls = engine.episode_calls(0)
+    mem = memory_update_template(tokenizer, QUESTION)
+    fin = final_answer_template(tokenizer, QUESTION)
+    initial = tokenizer.encode(INITIAL, add_special_tokens=False)
+    want = [
+        [*map(int, mem.before_memory), *initial, *map(int, mem.after_memory), *c]
+        + [*map(int, mem.after_chunk)]
+        for c in chunks
+    ] + [[*map(int, fin.before_memory), *initial, *map(int, fin.after_memory)]]
+    assert [c.input_ids for c in calls] == want
+    # and without the option, a written memory does reach the next turn
+    assert expected_prompts(tokenizer, script, 0, chunks) != want

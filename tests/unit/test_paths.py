@@ -10,6 +10,7 @@ paths of other repositories they name.
 """
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,15 @@ def named_paths(text: str) -> set[str]:
             r"[\w-]+\.(ya?ml|toml|lock|txt|py)", token
         ):
             found.add(token)  # a root file (config*.yaml, uv.lock) or a .py name
-    return found - {f for f in found if f.split("/", 1)[0] in CREATED_BY_RUNS}
+    return {
+        f for f in found if f.split("/", 1)[0] not in CREATED_BY_RUNS and not ignored(f)
+    }
+
+
+def ignored(path: str) -> bool:
+    """Git ignores ``path``: a cache or output that runs create (bench/.cache/)."""
+    check = ["git", "check-ignore", "-q", "--no-index", path]
+    return subprocess.run(check, cwd=ROOT).returncode == 0
 
 
 def exists(path: str, source: Path) -> bool:

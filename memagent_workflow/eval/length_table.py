@@ -1,0 +1,154 @@
+"""Accuracy per document length for several eval runs: one table, one plot.
+
+Each row is an ``examples/eval.py`` output folder (its ``summary.json``), e.g.
+the trained model, the same model before RL, and the trained model with
+``memagent.wipe_memory=true``. The table is written as ``length_table.json``
+(``{"chunks": [...], ROW: [accuracy in [0, 1] per length, None where not
+measured], ...}`` plus any extra keys given), ``length_table.md`` and
+``length_table.png``. No AReaL import here.
+
+    python -m memagent_workflow.eval.length_table --out DIR \\
+        --row trained=OUT1 --row warm_start=OUT2 --row memory_wiped=OUT3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from memagent_workflow.data.files import atomic_write, write_json
+from memagent_workflow.eval.results import SUMMARY_FILE
+
+TABLE_FILE = "length_table.json"
+
+
+def accuracy_by_length(output_dir: str | os.PathLike) -> dict[int, float | None]:
+    """Sub-EM in [0, 1] per length N of an eval output folder's ``summary.json``."""
+    path = Path(output_dir) / SUMMARY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no eval summary (run examples/eval.py)")
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    return {
+        int(row["length"]): None if row["sub_em"] is None else row["sub_em"] / 100
+        for row in summary["lengths"]
+    }
+
+
+def length_table(rows: dict[str, str | os.PathLike], **extra: Any) -> dict[str, Any]:
+    """``{"chunks": [...], label: [accuracy or None, ...], **extra}`` over the
+    union of the rows' lengths."""
+    measured = {label: accuracy_by_length(d) for label, d in rows.items()}
+    chunks = sorted({n for acc in measured.values() for n in acc})
+    return {
+        **extra,
+        "chunks": chunks,
+        **{label: [acc.get(n) for n in chunks] for label, acc in measured.items()},
+    }
+
+
+def row_labels(table: dict[str, Any]) -> list[str]:
+    """The keys of ``table`` that are rows (a list per length)."""
+    n = len(table["chunks"])
+    return [
+        k
+        for k, v in table.items()
+        if k != "chunks" and isinstance(v, list) and len(v) == n
+    ]
+
+
+def table_markdown(table: dict[str, Any], chance: float | None = None) -> str:
+    """Rows x lengths, accuracies with two decimals."""
+    head = "| row | " + " | ".join(str(n) for n in table["chunks"]) + " |"
+    lines = [head, "|---" * (len(table["chunks"]) + 1) + "|"]
+    for label in row_labels(table):
+        cells = ["-" if v is None else f"{v:.2f}" for v in table[label]]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if chance is not None:
+        lines.append(f"\nChance: {chance:.2f}. Columns: chunks per document.")
+    return "\n".join(lines) + "\n"
+
+
+def plot_length_table(
+    table: dict[str, Any],
+    png: str | os.PathLike,
+    chance: float | None = None,
+    train_chunks: int | None = None,
+    title: str = "Accuracy per document length",
+) -> Path:
+    """Accuracy against chunks per document (log axis), one line per row."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label in row_labels(table):
+        pairs = zip(table["chunks"], table[label], strict=True)
+        xs = [n for n, v in pairs if v is not None]
+        ys = [v for v in table[label] if v is not None]
+        if xs:
+            ax.plot(xs, ys, marker="o", label=label.replace("_", " "))
+    if chance is not None:
+        ax.axhline(chance, color="grey", linestyle=":", label="chance")
+    if train_chunks is not None:
+        ax.axvline(train_chunks, color="grey", linestyle="--", label="trained at")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("chunks per document")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(title)
+    ax.legend(loc="center right", fontsize=8)
+    fig.tight_layout()
+    out = Path(png)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, out)
+    return out
+
+
+def write_length_table(
+    out_dir: str | os.PathLike,
+    rows: dict[str, str | os.PathLike],
+    chance: float | None = None,
+    title: str = "Accuracy per document length",
+    **extra: Any,
+) -> dict[str, Any]:
+    """``length_table.{json,md,png}`` in ``out_dir``; returns the table."""
+    out = Path(out_dir)
+    table = length_table(rows, **extra)
+    write_json(out / TABLE_FILE, table)
+    text = table_markdown(table, chance)
+    atomic_write(out / "length_table.md", lambda tmp: tmp.write_text(text, "utf-8"))
+    plot_length_table(
+        table, out / "length_table.png", chance, extra.get("train_chunks"), title
+    )
+    return table
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, help="folder for length_table.*")
+    ap.add_argument(
+        "--row", action="append", required=True, help="LABEL=EVAL_OUTPUT_DIR"
+    )
+    ap.add_argument("--chance", type=float, default=None)
+    ap.add_argument("--train-chunks", type=int, default=None)
+    args = ap.parse_args(argv)
+    rows = {}
+    for spec in args.row:
+        label, sep, folder = spec.partition("=")
+        if not sep or not label or not folder:
+            ap.error(f"--row must be LABEL=DIR, got {spec!r}")
+        rows[label] = folder
+    extra = {} if args.train_chunks is None else {"train_chunks": args.train_chunks}
+    table = write_length_table(args.out, rows, args.chance, **extra)
+    print(table_markdown(table, args.chance), end="")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Two CPU main jobs side by side, as two users (or one user's two experiments)
+start them: the README's command in two folders at the same moment, with the
+same seed (AReaL draws worker ports from `random` seeded by ``seed``).
+
+Both must finish; they also build the same not-yet-built model folder at once.
+And a worker port another program takes anyway stops the run, naming the port,
+in bounded time (AReaL's scheduler waited for that worker forever).
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from standin.build_cache import MARKER_FILE
+from tests.e2e.launch_runs import Launched, train_cmd
+
+# The README's main job, launched by AReaL's single controller, shortened; with
+# its validation set, so each run also forks an eval-rollout worker, whose port
+# the rollout worker draws from `random` seeded by `seed` (the same in both).
+LAUNCH = ("scheduler.type=local",)
+# How long a run may take to stop once its worker's port is taken: the worker
+# imports torch and AReaL before it tries to bind (seconds to a minute on a
+# loaded 2-core machine), then dies; the scheduler notices within 0.2 s.
+# memagent_workflow.scheduler.MIN_START_TIMEOUT_S bounds a worker that hangs.
+STOP_BOUND_S = 300
+
+
+def test_two_main_jobs_with_one_seed_started_at_once_both_finish(tmp_path):
+    model = tmp_path / "model"  # built by both runs at once
+    runs = [
+        Launched(train_cmd(tmp_path / name, model, *LAUNCH), tmp_path / name)
+        for name in ("first", "second")
+    ]
+    done = [run.finish() for run in runs]
+    for run in done:
+        assert [s["step"] for s in run.steps] == [1, 2]
+        assert (run.checkpoint / "model.safetensors").is_file()
+    # Each run served its own stand-in (two servers, one per run).
+    assert len({r["pid"] for run in done for r in run.reports}) == 2
+    assert all(len(run.reports) == 1 for run in done)
+    assert (model / MARKER_FILE).is_file()
+
+
+def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path):
+    cmd = train_cmd(tmp_path / "run", tmp_path / "model", *LAUNCH, "valid_dataset=null")
+    run = Launched(cmd, tmp_path)
+    started = re.compile(r"Starting worker actor/0 .*--port (\d+)")
+    deadline = time.monotonic() + 600
+    port = None
+    while port is None:
+        assert run.proc.poll() is None, run.log_path.read_text()[-4000:]
+        assert time.monotonic() < deadline, "the actor worker never started"
+        if match := started.search(run.log_path.read_text(errors="replace")):
+            port = int(match.group(1))
+        time.sleep(0.05)
+    # Another program takes the port before the worker (still importing) binds.
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", port))
+        taken.listen()
+        start = time.monotonic()
+        try:
+            code = run.proc.wait(timeout=STOP_BOUND_S)
+        except subprocess.TimeoutExpired:
+            run.proc.kill()
+            raise AssertionError(f"no stop within {STOP_BOUND_S} s") from None
+        stopped_after = time.monotonic() - start
+    run._log.close()
+    log = run.log_path.read_text(errors="replace")
+    assert code != 0
+    assert f"worker actor/0 could not listen on port {port}" in log, log[-4000:]
+    print(f"the run stopped {stopped_after:.0f} s after port {port} was taken")
+    _no_worker_left(Path(tmp_path / "run"))
+
+
+def _no_worker_left(out: Path) -> None:
+    """The failed start stopped the workers it had started."""
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True)
+    assert str(out) not in ps.stdout

@@ -1,0 +1,64 @@
+"""The length table: eval summaries in, one row per run and one column per length."""
+
+import json
+
+import pytest
+
+from memagent_workflow.data.synthetic import make_needle
+from memagent_workflow.eval.length_table import main, write_length_table
+from standin.config import StandinConfig
+from standin.cpu_job import synthetic_eval_set
+
+
+def summary(folder, accuracy: dict[int, float | None]):
+    folder.mkdir(parents=True)
+    rows = [{"length": n, "sub_em": a} for n, a in accuracy.items()]
+    (folder / "summary.json").write_text(json.dumps({"lengths": rows}))
+    return folder
+
+
+def test_rows_are_aligned_on_the_union_of_lengths(tmp_path):
+    a = summary(tmp_path / "a", {1: 100.0, 16: 87.5})
+    b = summary(tmp_path / "b", {1: 25.0, 4: None, 16: 21.875})
+    table = write_length_table(tmp_path / "out", {"trained": a, "wiped": b}, 0.25,
+                               train_chunks=2)  # fmt: skip
+    assert table == {
+        "train_chunks": 2,
+        "chunks": [1, 4, 16],
+        "trained": [1.0, None, 0.875],
+        "wiped": [0.25, None, 0.21875],
+    }
+    assert json.loads((tmp_path / "out" / "length_table.json").read_text()) == table
+    md = (tmp_path / "out" / "length_table.md").read_text()
+    assert "| trained | 1.00 | - | 0.88 |" in md
+    assert (tmp_path / "out" / "length_table.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_missing_summary_is_named(tmp_path):
+    with pytest.raises(FileNotFoundError, match="summary.json"):
+        write_length_table(tmp_path / "out", {"trained": tmp_path / "none"})
+
+
+def test_the_cli_refuses_a_row_without_a_folder(tmp_path):
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path), "--row", "trained"])
+
+
+def test_a_needle_eval_set_of_n_chunks_asks_held_out_pairs_only():
+    cfg = StandinConfig(task="needle", needle_distractors=1.0)
+    rows = synthetic_eval_set(cfg, 16, 8)
+    train = {(r["question"], r["answers"][0]) for r in make_needle(2000, 0)}
+    for row in rows:
+        assert row["num_docs"] == 8
+        assert row["context"].count(" . ") + 1 == 8  # one sentence per chunk
+        assert row["context"].count("code of") == 8  # every other one a distractor
+        assert (row["question"], row["answers"][0]) not in train
+
+
+def test_a_share_of_distractors_mixes_filler_and_codes():
+    rows = make_needle(200, 3, chunks=5, distractors=0.5)
+    codes = sum(r["context"].count("code of") - 1 for r in rows)
+    assert 0.4 < codes / (200 * 4) < 0.6
+    # bools keep their meaning (and their rows)
+    assert make_needle(5, 3, 4, True) == make_needle(5, 3, 4, 1.0)
+    assert make_needle(5, 3, 4, False) == make_needle(5, 3, 4, 0.0)
