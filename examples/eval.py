@@ -41,6 +41,7 @@ from memagent_workflow.eval.checks import (
 from memagent_workflow.eval.config import RULER_HQA, MemAgentEvalConfig
 from memagent_workflow.eval.engine import inference_of, open_engine
 from memagent_workflow.eval.targets import Target
+from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
@@ -218,11 +219,13 @@ def write_summary(
 
 def load_config(argv: list[str]) -> MemAgentEvalConfig:
     """The config, parsed by the class its ``run.config`` names."""
-    return load_run_config(argv, MemAgentEvalConfig)
+    config = load_run_config(argv, MemAgentEvalConfig)
+    return resolve_paths(config)  # relative paths mean the same in every worker
 
 
 def main(argv: list[str]) -> None:
     config = load_config(argv)
+    make_shared_folders(config.cluster)  # AReaL's schedulers require them
     try:
         evaluate(config)
     except EvalRefused as exc:

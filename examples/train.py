@@ -18,6 +18,7 @@ from typing import Any
 from areal.utils import logging
 from areal.utils.dynamic_import import import_from_string
 from areal.utils.saver import Saver
+from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
@@ -26,7 +27,9 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.paths import make_shared_folders, resolve_paths
 from memagent_workflow.ray_cluster import ray_for
+from memagent_workflow.terminal import quiet_terminal
 from memagent_workflow.trainer import MemAgentPPOTrainer
 from memagent_workflow.workflow import MemAgentWorkflow
 
@@ -114,12 +117,18 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
 
 def load_config(argv: list[str]) -> MemAgentGRPOConfig:
     """The config, parsed by the class its ``run.config`` names."""
-    return load_run_config(argv, MemAgentGRPOConfig)
+    config = load_run_config(argv, MemAgentGRPOConfig)
+    return resolve_paths(config)  # relative paths mean the same in every worker
 
 
 def main(argv: list[str], workflow: str = WORKFLOW) -> None:
     config = load_config(argv)
+    make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:
+        # The terminal: step lines, a progress bar, warnings; all else in files.
+        stack.enter_context(
+            quiet_terminal(StatsLogger.get_log_path(config.stats_logger))
+        )
         if config.run.job:  # what a cluster would provide (a CPU config's stand-in)
             stack.enter_context(import_from_string(config.run.job)(config))
         stack.enter_context(ray_for(config.scheduler.type))

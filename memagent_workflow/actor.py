@@ -7,6 +7,10 @@ scheduler next to them, and a fingerprint of the whole training state (weights,
 Adam moments and step count, learning rate, scheduler step); loading checks
 that what came back is what was saved, so a damaged checkpoint stops the run
 instead of silently training from a mix.
+
+Its ``prepare_batch`` (and its controller's, under AReaL's single controller)
+also tells the training data's `QuestionLedger` which questions each step's
+batch holds (`memagent_workflow.recovery.batches`).
 """
 
 from __future__ import annotations
@@ -18,9 +22,15 @@ from typing import Any
 
 import torch
 import torch.distributed as dist
-from areal.api import SaveLoadMeta
+from areal.api import SaveLoadMeta, Scheduler
+from areal.api.cli_args import PPOActorConfig
 from areal.engine import FSDPPPOActor
 from areal.utils import logging
+
+from memagent_workflow.recovery.batches import (
+    MarksTrainedQuestions,
+    MemAgentActorController,
+)
 
 logger = logging.getLogger("MemAgentActor")
 
@@ -34,8 +44,22 @@ def _local_sq(t: torch.Tensor) -> float:
     return float(t.detach().double().square().sum())
 
 
-class MemAgentPPOActor(FSDPPPOActor):
-    """`FSDPPPOActor` with the LR scheduler and a state check in recover checkpoints."""
+class MemAgentPPOActor(MarksTrainedQuestions, FSDPPPOActor):
+    """`FSDPPPOActor` with the LR scheduler and a state check in recover
+    checkpoints, whose batches mark their questions trained."""
+
+    @classmethod
+    def as_controller(
+        cls, config: PPOActorConfig, scheduler: Scheduler
+    ) -> MemAgentActorController:
+        if config._version != "v1":
+            raise ValueError(
+                "the question ledger marks trained questions through AReaL's v1 "
+                f"actor controller; got actor._version={config._version!r}"
+            )
+        return MemAgentActorController(
+            train_engine=cls, config=config, scheduler=scheduler
+        )
 
     def train_state(self) -> dict[str, Any]:
         """A fingerprint of the training state, the same on every rank."""

@@ -1,4 +1,8 @@
-"""Configuration: the ``memagent:`` section on top of AReaL's GRPOConfig."""
+"""Configuration: the ``memagent:`` section on top of AReaL's GRPOConfig.
+
+Over 300 lines because every knob carries its help text and its check, in one
+place (the ``memagent:`` and ``run:`` sections and the config class chooser).
+"""
 
 from __future__ import annotations
 

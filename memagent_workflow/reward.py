@@ -1,5 +1,9 @@
 """Answer extraction, the training rewards and the HotpotQA metrics.
 
+One file on purpose (over 300 lines): the training rewards and the original
+evaluation's per-sample scoring share their normalisations, and each quirk
+reproduced from the original sits beside its twin, to be compared in one place.
+
 Two answer protocols, picked by ``memagent.answer_protocol`` (the same key in
 training and eval configs): ``boxed`` (the final answer in ``\\boxed{}``, as
 the released models were trained) and ``answer_is`` ("Therefore, the answer is

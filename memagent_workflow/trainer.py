@@ -1,125 +1,48 @@
 """AReaL's PPO trainer: a step report, and survival of crashes and server outages.
 
-`MemAgentPPOTrainer` is `PPOTrainer` with a one-line-per-step report (log line
-and ``steps.jsonl``, in the stats logger's folder
-``{fileroot}/logs/{user}/{experiment}/{trial}``, with ``learning_curve.png``
-beside it, redrawn after each validation) and five changes for recovery:
+`MemAgentPPOTrainer` is `PPOTrainer` whose stats logger is a `StepReport`
+(one line per step, ``steps.jsonl`` and ``learning_curve.png``) and with five
+changes for recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
   question of each pass (epoch) exactly once, and a step whose groups keep
   being rejected (servers gone) stops with `RolloutStalled` instead of churning;
-* the actor is `MemAgentPPOActor` (the LR schedule survives a resume);
+* the actor is `MemAgentPPOActor` (the LR schedule survives a resume; its
+  ``prepare_batch`` tells the ledger which questions each step trains);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
 * servers left paused by a trainer that died in a weight update are resumed;
 * a start-up that fails after the scheduler started workers stops them.
 
 Everything else (scheduler, controllers, executor, staleness, weight updates,
-the training loop) is AReaL's.
+the training loop) is AReaL's. The two private methods of `PPOTrainer`
+overridden here (``_create_dataloader``, ``_create_train_engine``) are listed,
+with why, in ``tests/unit/test_areal_private.py``, which pins them.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import time
 from typing import Any
 
-import torch.distributed as dist
 from areal import PPOTrainer
 from areal.api.alloc_mode import ModelAllocation
 from areal.api.cli_args import PPOActorConfig, PPOConfig, TrainDatasetConfig
-from areal.infra.platforms import current_platform
 from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.actor import MemAgentPPOActor
-from memagent_workflow.curve import plot_curves, read_steps
-from memagent_workflow.prox_approx import approx_errors
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
 )
-from memagent_workflow.recovery.ledger import (
-    INDEX_KEY,
-    IndexedRows,
-    QuestionLedger,
-    RolloutStalled,
-)
+from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
 from memagent_workflow.scheduler import MemAgentLocalScheduler
-from memagent_workflow.tied_groups import drop_tied_groups, step_counts
+from memagent_workflow.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
 
 QUESTIONS_LOG = "questions.jsonl"
-
-STALENESS = "ppo_actor/update/version_stats/sample_staleness_theta"
-
-
-def _total(stats: dict[str, Any], key: str) -> int:
-    """A per-group mean times its count: the step's total."""
-    return round(stats.get(key, 0.0) * stats.get(f"{key}__count", 0))
-
-
-def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict:
-    """The step's headline numbers, from AReaL's exported stats."""
-    return {
-        "step": global_step + 1,
-        "reward": stats.get("rollout/memagent/reward"),
-        "rows": int(stats.get("ppo_actor/n_seqs", 0)),
-        "staleness_avg": stats.get(f"{STALENESS}_avg"),
-        "staleness_max": stats.get(f"{STALENESS}_max"),
-        "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
-        "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
-        "grad_norm": stats.get("ppo_actor/update/grad_norm"),
-        "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
-        "lr": stats.get("ppo_actor/update/lr"),
-        "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
-        **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped
-        "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
-        "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
-        "eval_reward": stats.get("eval-rollout/memagent/reward"),
-        "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
-        "prox_approx_error": approx_errors(stats),  # prox_logp_method: metrics
-        "timing_s": {
-            k.removeprefix("timeperf/"): round(v, 2)
-            for k, v in stats.items()
-            if k.startswith("timeperf/") and not k.endswith("__count")
-        },
-        "elapsed_s": round(elapsed_s, 1),
-    }
-
-
-def _fmt(value: float | None) -> str:
-    # None: this step's export held no finished episode (AReaL exports rollout
-    # stats when episodes finish, and read-ahead can finish a batch a step early).
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def question_indices(batch: list[dict[str, Any]]) -> list[int]:
-    """The ``question_index`` of each trajectory (one group = one question)."""
-    out = []
-    for traj in batch:
-        value = traj.get(INDEX_KEY)
-        if value is None:
-            raise KeyError(
-                f"a trajectory has no '{INDEX_KEY}' (keys {sorted(traj)}): the "
-                "workflow must copy data['question_index'] into its rows"
-            )
-        if hasattr(value, "to_local"):  # single controller: a remote tensor
-            value = value.to_local()
-        out.append(int(value.reshape(-1)[0]) if hasattr(value, "reshape") else value)
-    return out
-
-
-def server_addresses(rollout: Any) -> list[str]:
-    """The inference servers a rollout engine (one process) or controller uses."""
-    engine = getattr(rollout, "_engine", rollout)  # RemoteSGLangEngine's inner one
-    addresses = getattr(engine, "addresses", None)
-    if addresses:
-        return [str(a) for a in addresses]
-    infos = getattr(rollout, "server_infos", None) or []
-    return [f"{i.host}:{i.port}" for i in infos]
 
 
 class MemAgentPPOTrainer(PPOTrainer):
@@ -142,17 +65,18 @@ class MemAgentPPOTrainer(PPOTrainer):
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
     ) -> None:
         super().__init__(config, train_dataset=train_dataset, **kwargs)
-        self._start = time.perf_counter()
-        log_dir = StatsLogger.get_log_path(self.config.stats_logger)
-        self.steps_path = os.path.join(log_dir, "steps.jsonl")
-        self.curve_path = os.path.join(log_dir, "learning_curve.png")
+        self.stats_logger = StepReport.take_over(
+            self.stats_logger,
+            title=f"{config.experiment_name}/{config.trial_name}",
+            chance=self.chance,
+        )
         self.recover_handler = AtomicRecoverHandler.take_over(self.recover_handler)
         self._say_where_training_starts()
-        if self.recover_info is None and hasattr(self.rollout, "continue_generation"):
+        if self.recover_info is None and not is_single_controller():
             # A trainer killed between pause and continue leaves its servers
             # paused; a resumed run un-pauses them when it pushes its weights.
+            # (The single controller's servers are this run's own.)
             self.rollout.continue_generation()
-        self._track_trained_questions()
 
     # ------------------------------------------------------------ AReaL hooks
     def _create_dataloader(self, dataset, dataset_config, rank, world_size):
@@ -189,58 +113,10 @@ class MemAgentPPOTrainer(PPOTrainer):
             actor = self.actor_cls.as_controller(actor_config, self.scheduler)
         else:
             actor = self.actor_cls(config=actor_config)
+        memagent = getattr(self.config, "memagent", None)
+        actor.skip_tied_groups = bool(getattr(memagent, "skip_tied_groups", False))
         actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
-
-    def _export_and_commit_stats(self, epoch: int, epoch_step: int, global_step: int):
-        # Mirrors PPOTrainer._export_and_commit_stats (pinned by
-        # tests/unit/test_areal_pins.py) and keeps the stats for the report.
-        stats = self.actor.export_stats()
-        stats.update(self.rollout.export_stats())
-        if self.eval_rollout is not None:
-            stats.update(self.eval_rollout.export_stats())
-        self.stats_logger.commit(epoch, epoch_step, global_step, stats)
-        if int(os.environ.get("RANK", "0")) == 0:
-            self.report(
-                step_line(stats, global_step, time.perf_counter() - self._start)
-            )
-        if not is_single_controller():
-            dist.barrier(group=self.actor.cpu_group)
-            current_platform.synchronize()
-
-    # ------------------------------------------------------------ report
-    def report(self, line: dict) -> None:
-        """Log the step's line and append it to ``steps.jsonl``."""
-        t = line["timing_s"]
-        logger.info(
-            f"step {line['step']}: reward {_fmt(line['reward'])} | "
-            f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-            f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
-            f"rejected, {line['episodes_failed']} episodes failed, "
-            f"{line['calls_retried']} calls retried | {line.get('tied_groups')} of "
-            f"{line.get('groups')} groups tied, {line.get('rows_skipped')} rows "
-            f"skipped | rollout {t.get('rollout', 0)}s "
-            f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
-            + (
-                f" | validation accuracy {line['eval_reward']:.3f}"
-                if line["eval_reward"] is not None
-                else ""
-            )
-        )
-        with open(self.steps_path, "a") as f:
-            f.write(json.dumps(line) + "\n")
-        if line["eval_reward"] is not None:
-            self.draw_curve()
-
-    def draw_curve(self) -> None:
-        """Redraw ``learning_curve.png`` (beside ``steps.jsonl``) from the steps."""
-        plot_curves(
-            {"validation accuracy": read_steps(self.steps_path)},
-            self.curve_path,
-            chance=self.chance,
-            title=f"{self.config.experiment_name}/{self.config.trial_name}: "
-            "GRPO learning curve",
-        )
 
     # ------------------------------------------------------------ recovery
     def _say_where_training_starts(self) -> None:
@@ -272,6 +148,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             raise
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
+        if isinstance(self.stats_logger, StepReport) and StepReport.on_rank0():
+            logger.info(self.stats_logger.summary())
 
     def _init_scheduler(self) -> Any:
         # Ports unique per run and a bounded worker start (two runs side by side).
@@ -294,33 +172,6 @@ class MemAgentPPOTrainer(PPOTrainer):
                 scheduler.delete_workers()
             except Exception as cleanup:  # the original error matters more
                 logger.warning(f"could not stop the workers: {cleanup!r}")
-
-    def _track_trained_questions(self) -> None:
-        """Tell the ledger which questions each step's batch holds."""
-        inner = self.actor.prepare_batch
-
-        def prepare_batch(dataloader: Any, *args: Any, **kwargs: Any) -> Any:
-            try:
-                batch = inner(dataloader, *args, **kwargs)
-            except RolloutStalled as exc:
-                servers = ", ".join(server_addresses(self.rollout)) or "unknown"
-                raise RolloutStalled(f"{exc} Servers: {servers}.") from None
-            if isinstance(dataloader, QuestionLedger):
-                dataloader.mark_trained(question_indices(batch))
-            return self._drop_tied_groups(batch)
-
-        self.actor.prepare_batch = prepare_batch
-
-    def _drop_tied_groups(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The batch for the actor's passes (``memagent.skip_tied_groups``)."""
-        memagent = getattr(self.config, "memagent", None)
-        skip = bool(getattr(memagent, "skip_tied_groups", False))
-        if not is_single_controller():  # this rank's share; keep one group
-            return drop_tied_groups(batch, skip)
-        dp_size = getattr(getattr(self.actor, "parallel_strategy", None), "dp_size", 1)
-        return drop_tied_groups(
-            batch, skip, min_groups=dp_size, release=self.actor.clear_batches
-        )
 
     def _resume_advice(self) -> str:
         if self.config.recover.mode in ("disabled", "off"):

@@ -8,8 +8,9 @@ sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
 timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
 validation set it starts no eval-rollout worker (AReaL would start one and
-never use it). ``tests/unit/test_standin_trainer_pins.py`` fails loudly when
-an AReaL upgrade changes what these overrides mirror or rely on.
+never use it). These overrides, and what they rely on, are listed and pinned
+in ``tests/unit/test_areal_private.py``: an AReaL upgrade that changes them
+fails there first.
 """
 
 from __future__ import annotations

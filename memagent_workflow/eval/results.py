@@ -1,5 +1,8 @@
 """Eval results on disk: one JSONL per length, appended as samples finish.
 
+Over 300 lines because the record schema, the crash-safe writer and the
+summaries (both denominators, repeats) must agree field by field: one file.
+
 ``length_{N}.jsonl`` holds one JSON object per line and per finished sample.
 A sample may appear more than once (a failed sample retried by a later run);
 readers take the last line per id. A line is written with one ``write`` and

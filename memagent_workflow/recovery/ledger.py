@@ -165,10 +165,32 @@ class QuestionLedger:
             )
 
     # ------------------------------------------------------------ trained rows
-    def mark_trained(self, indices: Sequence[int]) -> list[int | None]:
+    def mark_trained(
+        self,
+        indices: Sequence[int],
+        owners: Sequence[tuple[int, int] | None] | None = None,
+        rank: int = 0,
+    ) -> list[int | None]:
         """The questions of the batch a step is about to train on; returns the
-        pass each is counted to (None: it was not handed out, a bug upstream)."""
-        passes = [self._settle(int(i)) for i in indices]
+        pass each is counted to (None: it was not handed out, a bug upstream).
+
+        ``owners``: for each question, the (data-parallel rank, pass) of the
+        ledger that handed it out (`assign_owners`); this ledger, of ``rank``,
+        settles only its own. Default: this ledger handed out all of them.
+        """
+        indices = [int(i) for i in indices]
+        if owners is None:
+            owners = assign_owners(indices, [self.claims()])
+        passes = []
+        for i, owner in zip(indices, owners, strict=True):
+            if owner is None:
+                logger.warning(f"question {i} trained but never handed out")
+                passes.append(None)
+                continue
+            owner_rank, p = owner
+            if owner_rank == rank:
+                self._settle(i, p)
+            passes.append(p)
         self.pulled_this_step = 0
         ids = [self.question_id(i) for i in indices]
         epoch = self.steps // max(1, len(self))  # AReaL's count, not the loader's
@@ -177,15 +199,15 @@ class QuestionLedger:
         self.steps += 1
         return passes
 
-    def _settle(self, index: int) -> int | None:
-        passes = self.outstanding.get(index)
-        if not passes:
-            logger.warning(f"question {index} trained but never handed out")
-            return None
-        p = passes.pop(0)
+    def claims(self) -> dict[int, list[int]]:
+        """Question -> the passes it is outstanding in here (a copy)."""
+        return {i: list(ps) for i, ps in self.outstanding.items()}
+
+    def _settle(self, index: int, p: int) -> None:
+        passes = self.outstanding[index]
+        passes.remove(p)
         if not passes:
             del self.outstanding[index]
-        return p
 
     def untrained(self) -> list[tuple[int, int]]:
         """(question, pass) handed out and not trained: rolling out or rejected."""
@@ -241,3 +263,26 @@ class QuestionLedger:
             f"data: epoch {self.epoch}, {self.position} questions of its order "
             f"handed out; {len(self.replay)} handed out but not trained go first"
         )
+
+
+def assign_owners(
+    indices: Sequence[int], claims_by_rank: Sequence[dict[int, list[int]]]
+) -> list[tuple[int, int] | None]:
+    """Which ledger settles each trained question: (its rank, the pass).
+
+    ``claims_by_rank``: each data-parallel rank's `QuestionLedger.claims`. A
+    question goes to the oldest pass it is outstanding in, over all ranks (the
+    lowest rank on a tie); a question trained twice takes two claims. None: no
+    rank handed it out. Every rank computes the same answer from the same input.
+    """
+    left = [{i: sorted(ps) for i, ps in c.items()} for c in claims_by_rank]
+    out: list[tuple[int, int] | None] = []
+    for i in indices:
+        options = [(ps[0], r) for r, c in enumerate(left) if (ps := c.get(int(i)))]
+        if not options:
+            out.append(None)
+            continue
+        p, r = min(options)
+        left[r][int(i)].pop(0)
+        out.append((r, p))
+    return out

@@ -1,16 +1,20 @@
 """Run the entry scripts as a user does, under AReaL's schedulers, for e2e tests.
 
 Every run is ``examples/train.py --config config_cpu.yaml`` (or ``eval.py``) with
-the same overrides a GPU user changes (scheduler, weight sync, sizes, paths),
-in a subprocess. AReaL's rollout worker launches the stand-in and stops it at
-the end; the stand-in leaves an exit report (stand-in only: its served
-weights' digest and the weight updates it received) in ``reports/``.
+the same overrides a GPU user changes (scheduler, weight sync, sizes), in a
+subprocess. Training runs go as docs/gpu.md writes them: from the root of a
+fresh copy of the repository's tracked files (`fresh_clone`), with the
+config's relative paths (``outputs/cpu/...``) as they are. AReaL's rollout
+worker launches the stand-in and stops it at the end; the stand-in leaves an
+exit report (stand-in only: its served weights' digest and the weight updates
+it received) in ``reports/``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -64,13 +68,35 @@ def digest_of(path: Path) -> str:
 
 def worker_env(reports: Path) -> dict[str, str]:
     # Workers and the stand-in inherit this environment (LocalScheduler passes
-    # it on; Ray's workers get it from the Ray instance the job starts).
-    return {
-        **os.environ,
-        REPORT_DIR_ENV: str(reports),
-        "PYTHONPATH": str(ROOT),
-        "OMP_NUM_THREADS": "1",  # the controller's own threads
-    }
+    # it on; Ray's workers get it from the Ray instance the job starts). No
+    # PYTHONPATH: the project's environment makes it importable, as for users.
+    env = {**os.environ, REPORT_DIR_ENV: str(reports), "OMP_NUM_THREADS": "1"}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
+def fresh_clone(dest: Path, model: Path | None = None) -> Path:
+    """The repository's tracked files copied to ``dest``: what a clone holds.
+
+    ``model``: a needle model built already, placed where ``config_cpu.yaml``
+    builds it (``outputs/cpu/needle_model``), as after a first run: the build
+    would only repeat the fixture's (same key, same bytes).
+    """
+    tracked = (
+        subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, tracked):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    if model is not None:
+        shutil.copytree(model, dest / "outputs" / "cpu" / "needle_model")
+    return dest
 
 
 @dataclass
@@ -95,7 +121,7 @@ class Run:
 class Launched:
     """An entry script started in the background; `finish` waits for it."""
 
-    def __init__(self, cmd: list[str], out: Path):
+    def __init__(self, cmd: list[str], out: Path, cwd: Path = ROOT):
         self.cmd, self.out = cmd, out
         out.mkdir(parents=True, exist_ok=True)
         self.log_path = out / "run.log"
@@ -103,7 +129,7 @@ class Launched:
         self.start = time.monotonic()
         self.proc = subprocess.Popen(
             cmd,
-            cwd=ROOT,
+            cwd=cwd,
             env=worker_env(out / "reports"),
             stdout=self._log,
             stderr=subprocess.STDOUT,
@@ -127,15 +153,10 @@ class Launched:
         return Run(self.out, log, seconds, reports=found)
 
 
-def train_cmd(out: Path, model: Path, *overrides: str) -> list[str]:
-    """``examples/train.py --config config_cpu.yaml`` shortened, into ``out``."""
+def train_cmd(*overrides: str) -> list[str]:
+    """docs/gpu.md's CPU command (``uv run python`` = this interpreter) with
+    ``overrides``, shortened; run from the root of a `fresh_clone`."""
     return [
         sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
-        *SMALL_TRAINING,
-        f"actor.path={model}",
-        f"cluster.fileroot={out / 'areal'}",
-        f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
-        f"train_dataset.path={out / 'train.jsonl'}",
-        f"valid_dataset.path={out / 'valid.jsonl'}",
-        *overrides,
+        *overrides, *SMALL_TRAINING,
     ]  # fmt: skip

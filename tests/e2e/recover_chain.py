@@ -31,6 +31,7 @@ from pathlib import Path
 
 import psutil
 
+from memagent_workflow.terminal import CONSOLE_LOG
 from standin.backend import EXTRA_ARGS_ENV
 from standin.launch import StandinServer
 
@@ -151,6 +152,8 @@ class Chain:
     def run(self, stop: str, timeout: float = 600) -> dict:
         """Start the command; ``stop`` it as the module doc says."""
         log = self.out / f"run{len(self.runs) + 1}.log"
+        console = self.log_file(CONSOLE_LOG)
+        console_at = console.stat().st_size if console.is_file() else 0
         self.events.poll()
         run = {"stop": stop, "log": log, "start": time.time(), "events": 0}
         run["events"] = len(self.events.all)
@@ -178,6 +181,16 @@ class Chain:
             time.sleep(0.02)
         run["rc"] = proc.wait(timeout=300)
         run["exited"] = time.time()
+        # The run's log: what its terminal showed, after everything the quiet
+        # terminal kept from it (console.log, shared by the trial's runs).
+        full = self.out / f"run{len(self.runs) + 1}.full.log"
+        kept = b""
+        if self.log_file(CONSOLE_LOG).is_file():
+            with self.log_file(CONSOLE_LOG).open("rb") as f:
+                f.seek(console_at)
+                kept = f.read()
+        full.write_bytes(kept + b"\n" + log.read_bytes())
+        run["log"] = full
         run["lines"] = read_jsonl(self.log_file("steps.jsonl"))[run["first_line"] :]
         run.setdefault("survivors", self.survivors(timeout=30))
         self.runs.append(run)

@@ -2,7 +2,9 @@
 
 Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
-``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``. AReaL's
+``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``, run as
+docs/gpu.md writes them: from the root of a fresh copy of the repository, with
+``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
 the GPU recipe does, so every tensor is cast on its way into the float32
@@ -16,12 +18,20 @@ from __future__ import annotations
 
 import getpass
 import shutil
+from pathlib import Path
 
 import pytest
 from transformers import AutoModelForCausalLM
 
 from examples.train import load_config
-from tests.e2e.launch_runs import LAUNCHES, Launched, digest_of, train_cmd
+from memagent_workflow.terminal import CONSOLE_LOG
+from tests.e2e.launch_runs import (
+    LAUNCHES,
+    Launched,
+    digest_of,
+    fresh_clone,
+    train_cmd,
+)
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
 # the run is not the main job (no eval-rollout worker); and a seed of its own,
@@ -73,8 +83,8 @@ def runs(model, tmp_path_factory, request):
     the time of one and a half."""
 
     def start(name: str) -> Launched:
-        out = tmp_path_factory.mktemp(name)
-        return Launched(train_cmd(out, model, *LAUNCHES[name], *EXTRA[name]), out)
+        clone = fresh_clone(tmp_path_factory.mktemp(name), model)
+        return Launched(train_cmd(*LAUNCHES[name], *EXTRA[name]), clone, cwd=clone)
 
     def finish(launched: Launched):
         try:
@@ -163,11 +173,10 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
 
 
 def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):
-    logs = local_disk.out / "areal" / "logs" / getpass.getuser()
-    rollout_log = (logs / "memagent-cpu" / "trial0" / "rollout.log").read_text()
+    rollout_log = log_dir(local_disk, "rollout.log").read_text()
     assert "standin.backend.StandinSGLangEngine" in rollout_log
     assert "CPU stand-in SGLang server on http://" in rollout_log
-    actor_log = (logs / "memagent-cpu" / "trial0" / "actor.log").read_text()
+    actor_log = log_dir(local_disk, "actor.log").read_text()
     assert "standin.actor.StandinPPOActor" in actor_log
 
 
@@ -176,6 +185,64 @@ def test_validation_ran_on_the_eval_rollout_worker(local_disk):
 
 
 def test_ray_started_and_stopped_its_own_instance(ray_disk):
-    assert "started a local Ray instance with 2 CPUs" in ray_disk.log
-    assert "stopped the local Ray instance" in ray_disk.log
-    assert "RayScheduler" in ray_disk.log and "LocalScheduler" not in ray_disk.log
+    console = log_dir(ray_disk, CONSOLE_LOG).read_text()  # the full terminal output
+    assert "started a local Ray instance with 2 CPUs" in console
+    assert "stopped the local Ray instance" in console
+    assert "RayScheduler" in console and "LocalScheduler" not in console
+
+
+def log_dir(run, name: str = "") -> Path:
+    return (
+        run.out
+        / "outputs"
+        / "cpu"
+        / "areal"
+        / "logs"
+        / getpass.getuser()
+        / "memagent-cpu"
+        / "trial0"
+        / name
+    )
+
+
+# The terminal of the shortened main job: its step lines and progress bar, the
+# start and the end, and the warnings of its four processes (about 25 lines in
+# all, measured); the 50-step main job adds one line per step.
+TERMINAL_LINES = 40
+
+
+def test_the_terminal_shows_the_step_lines_and_the_files_keep_the_rest(local_disk):
+    lines = [line for line in local_disk.log.splitlines() if line.strip()]
+    steps = [line for line in lines if line.startswith("step ")]
+    assert [s.split(":")[0] for s in steps] == ["step 1", "step 2"]
+    assert "validation accuracy" in steps[1]
+    assert any("steps in" in line and "validation accuracy" in line for line in lines)
+    assert len(lines) <= TERMINAL_LINES, "\n".join(lines)
+    assert "ppo_actor/n_seqs" not in local_disk.log  # AReaL's stats table...
+    assert "ppo_actor/n_seqs" in log_dir(local_disk, "main.log").read_text()  # ...here
+    assert "ppo_actor/n_seqs" in log_dir(local_disk, CONSOLE_LOG).read_text()
+    assert "Loaded weights" in log_dir(local_disk, "rollout.log").read_text()
+
+
+def test_tensorboard_gets_every_stat(local_disk):
+    board = (
+        local_disk.out
+        / "outputs"
+        / "cpu"
+        / "areal"
+        / "tensorboard"
+        / "memagent-cpu"
+        / "trial0"
+    )
+    events = list(board.glob("events.out.tfevents.*"))
+    assert len(events) == 1 and events[0].stat().st_size > 0
+
+
+def test_relative_paths_mean_the_directory_of_the_command(run):
+    # config_cpu.yaml's relative paths, resolved once by the entry script: the
+    # workers (Ray's run elsewhere) wrote and read them under the clone's root.
+    root = run.out / "outputs" / "cpu"
+    assert run.checkpoint.is_relative_to(root / "areal" / "checkpoints")
+    assert (root / "data" / "train.jsonl").is_file()
+    assert (root / "name_resolve").is_dir()
+    assert f"actor.path={root / 'needle_model'}" in run.log

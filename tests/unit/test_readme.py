@@ -20,3 +20,16 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert ci[-1].strip() == test
     assert "examples/train.py" in train and "config_cpu.yaml" in train
     assert (ROOT / "config_cpu.yaml").is_file()
+
+
+def test_the_tensorboard_command_reads_where_the_main_job_writes():
+    from examples.train import load_config
+
+    section = (ROOT / "README.md").read_text().split("## What you will see", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).strip()
+    program, logdir = re.fullmatch(r"(uvx tensorboard) --logdir (\S+)", block).groups()
+    board = load_config(["--config", "config_cpu.yaml"]).stats_logger.tensorboard.path
+    assert Path(board).parent.parent == Path(logdir)  # <logdir>/<experiment>/<trial>
+    # uvx because the lock holds no tensorboard (AReaL writes with tensorboardX).
+    lock = (ROOT / "uv.lock").read_text()
+    assert program == "uvx tensorboard" and '\nname = "tensorboard"\n' not in lock

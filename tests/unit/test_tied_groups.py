@@ -10,14 +10,16 @@ from areal.api.cli_args import TrainDatasetConfig
 from areal.utils import stats_tracker
 from areal.utils.dataloader import create_dataloader
 
+from memagent_workflow.recovery.batches import MarksTrainedQuestions
 from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
+from memagent_workflow.step_report import StepReport, step_line
 from memagent_workflow.tied_groups import (
     TIED_KEY,
     drop_tied_groups,
     split_tied,
     tied_flags,
 )
-from memagent_workflow.trainer import MemAgentPPOTrainer, step_line
+from tests.unit.test_step_report import logger as areal_logger
 
 QUESTIONS = 6
 
@@ -102,8 +104,8 @@ def ledger() -> QuestionLedger:
     return QuestionLedger(loader, prefetch_batches=1)
 
 
-class Actor:
-    """The single controller's actor, as far as the trainer's hook uses it."""
+class ControllerBase:
+    """The single controller's actor, as far as the hook uses it."""
 
     def __init__(self, dp_size: int = 1):
         self.parallel_strategy = SimpleNamespace(dp_size=dp_size)
@@ -119,13 +121,12 @@ class Actor:
             self.released += target
 
 
-def trainer(skip: bool, actor: Actor) -> MemAgentPPOTrainer:
-    t = MemAgentPPOTrainer.__new__(MemAgentPPOTrainer)
-    t.config = SimpleNamespace(memagent=SimpleNamespace(skip_tied_groups=skip))
-    t.actor = actor
-    t.rollout = None
-    t._track_trained_questions()
-    return t
+class Actor(MarksTrainedQuestions, ControllerBase):
+    """The project's actor (controller) over it, as the trainer configures it."""
+
+    def __init__(self, skip: bool, dp_size: int = 1):
+        super().__init__(dp_size)
+        self.skip_tied_groups = skip
 
 
 @pytest.mark.parametrize("spmd", [False, True])
@@ -134,11 +135,10 @@ def test_skipped_groups_leave_the_actor_batch_but_their_questions_count_as_train
 ):
     if spmd:
         monkeypatch.setenv("AREAL_SPMD_MODE", "1")
-    actor = Actor()
-    t = trainer(skip=True, actor=actor)
+    actor = Actor(skip=True)
     book = ledger()
     stats_tracker.export_all(reset=True)
-    batch = t.actor.prepare_batch(book, workflow=None)
+    batch = actor.prepare_batch(book, workflow=None)
     assert [int(g["question_index"][0]) for g in batch] == [0, 3, 5]
     assert book.untrained() == []  # all six questions, the tied ones included
     assert book.steps == 1
@@ -150,15 +150,15 @@ def test_skipped_groups_leave_the_actor_batch_but_their_questions_count_as_train
 def test_the_counts_land_in_steps_jsonl_and_the_step_line(tmp_path, monkeypatch):
     logged = []
     monkeypatch.setattr(
-        "memagent_workflow.trainer.logger", SimpleNamespace(info=logged.append)
+        "memagent_workflow.step_report.logger", SimpleNamespace(info=logged.append)
     )
-    t = trainer(skip=True, actor=Actor())
-    t.steps_path = str(tmp_path / "steps.jsonl")
+    report = StepReport.take_over(areal_logger(tmp_path), title="exp/t0")
     stats_tracker.export_all(reset=True)
-    t.actor.prepare_batch(ledger(), workflow=None)
+    Actor(skip=True).prepare_batch(ledger(), workflow=None)
     stats = stats_tracker.export_all(reset=True)  # what the actor exports
-    t.report(step_line(stats, global_step=0, elapsed_s=1.0))
-    line = json.loads((tmp_path / "steps.jsonl").read_text())
+    report.commit(0, 0, 0, stats)
+    report.close()
+    line = json.loads(next((tmp_path / "logs").rglob("steps.jsonl")).read_text())
     assert line["groups"] == 6
     assert line["tied_groups"] == 3
     assert line["rows_tied"] == line["rows_skipped"] == 16

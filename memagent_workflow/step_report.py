@@ -1,0 +1,173 @@
+"""One line per training step: AReaL's stats logger, plus the project's step report.
+
+AReaL's trainer hands every step's exported stats (actor, rollout and, after a
+validation, eval-rollout) to its stats logger's ``commit``. `StepReport` is that
+logger (wandb, swanlab, TensorBoard and the stats table go on as AReaL writes
+them) whose ``commit`` also logs the step's headline numbers as one line,
+appends them to ``steps.jsonl`` in the logger's folder
+``{fileroot}/logs/{user}/{experiment}/{trial}``, advances a progress bar and,
+after each validation, redraws ``learning_curve.png`` beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from areal.utils import logging
+from areal.utils.stats_logger import StatsLogger
+from tqdm import tqdm
+
+from memagent_workflow.curve import plot_curves, read_steps
+from memagent_workflow.prox_approx import approx_errors
+from memagent_workflow.terminal import console
+from memagent_workflow.tied_groups import step_counts
+
+logger = logging.getLogger("MemAgentTrainer")
+
+STALENESS = "ppo_actor/update/version_stats/sample_staleness_theta"
+
+
+def _total(stats: dict[str, Any], key: str) -> int:
+    """A per-group mean times its count: the step's total."""
+    return round(stats.get(key, 0.0) * stats.get(f"{key}__count", 0))
+
+
+def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict:
+    """The step's headline numbers, from AReaL's exported stats."""
+    return {
+        "step": global_step + 1,
+        "reward": stats.get("rollout/memagent/reward"),
+        "rows": int(stats.get("ppo_actor/n_seqs", 0)),
+        "staleness_avg": stats.get(f"{STALENESS}_avg"),
+        "staleness_max": stats.get(f"{STALENESS}_max"),
+        "oldest_rollout_version": stats.get("rollout/memagent/oldest_version"),
+        "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
+        "grad_norm": stats.get("ppo_actor/update/grad_norm"),
+        "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
+        "lr": stats.get("ppo_actor/update/lr"),
+        "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
+        **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped
+        "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
+        "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
+        "eval_reward": stats.get("eval-rollout/memagent/reward"),
+        "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
+        "prox_approx_error": approx_errors(stats),  # prox_logp_method: metrics
+        "timing_s": {
+            k.removeprefix("timeperf/"): round(v, 2)
+            for k, v in stats.items()
+            if k.startswith("timeperf/") and not k.endswith("__count")
+        },
+        "elapsed_s": round(elapsed_s, 1),
+    }
+
+
+def _fmt(value: float | None) -> str:
+    # None: this step's export held no finished episode (AReaL exports rollout
+    # stats when episodes finish, and read-ahead can finish a batch a step early).
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def format_line(line: dict) -> str:
+    """The step's line as the log and the terminal show it."""
+    t = line["timing_s"]
+    return (
+        f"step {line['step']}: reward {_fmt(line['reward'])} | "
+        f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
+        f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
+        f"rejected, {line['episodes_failed']} episodes failed, "
+        f"{line['calls_retried']} calls retried | {line.get('tied_groups')} of "
+        f"{line.get('groups')} groups tied, {line.get('rows_skipped')} rows "
+        f"skipped | rollout {t.get('rollout', 0)}s "
+        f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
+        + (
+            f" | validation accuracy {line['eval_reward']:.3f}"
+            if line["eval_reward"] is not None
+            else ""
+        )
+    )
+
+
+class StepReport(StatsLogger):
+    """AReaL's `StatsLogger` whose ``commit`` also writes the step report.
+
+    Built by `take_over` from the logger AReaL's trainer made (its wandb runs,
+    TensorBoard writer and restored step counter are kept, not opened twice).
+    ``chance``: the accuracy of a guess, drawn on the learning curve.
+    """
+
+    @classmethod
+    def take_over(
+        cls, stats_logger: StatsLogger, title: str, chance: float | None = None
+    ) -> StepReport:
+        new = cls.__new__(cls)
+        vars(new).update(vars(stats_logger))
+        log_dir = cls.get_log_path(stats_logger.config)
+        new.steps_path = os.path.join(log_dir, "steps.jsonl")
+        new.curve_path = os.path.join(log_dir, "learning_curve.png")
+        new.title, new.chance = title, chance
+        new.started = time.perf_counter()
+        new.bar = None
+        return new
+
+    def commit(
+        self, epoch: int, step: int, global_step: int, data: dict | list[dict]
+    ) -> None:
+        super().commit(epoch, step, global_step, data)
+        if not self.on_rank0() or not isinstance(data, dict):
+            return
+        line = step_line(data, global_step, time.perf_counter() - self.started)
+        logger.info(format_line(line))
+        with open(self.steps_path, "a") as f:
+            f.write(json.dumps(line) + "\n")
+        if line["eval_reward"] is not None:
+            self.draw_curve()
+        self.advance(global_step + 1)
+
+    @staticmethod
+    def on_rank0() -> bool:
+        return int(os.environ.get("RANK", "0")) == 0
+
+    def advance(self, steps_done: int) -> None:
+        """The progress bar over the run's steps, on a terminal (not in a file)."""
+        total = self.ft_spec.total_train_steps
+        if getattr(self.exp_config, "total_train_steps", None) is not None:
+            total = min(total, self.exp_config.total_train_steps)
+        if self.bar is None:
+            self.bar = tqdm(
+                total=total, initial=steps_done - 1, desc="training", unit="step",
+                file=console(), dynamic_ncols=True, disable=not console().isatty(),
+            )  # fmt: skip
+        self.bar.update(steps_done - self.bar.n)
+
+    def draw_curve(self) -> None:
+        """Redraw ``learning_curve.png`` (beside ``steps.jsonl``) from the steps."""
+        plot_curves(
+            {"validation accuracy": read_steps(self.steps_path)},
+            self.curve_path,
+            chance=self.chance,
+            title=f"{self.title}: GRPO learning curve",
+        )
+
+    def summary(self) -> str:
+        """The run in one line: steps, time, held-out accuracy, where the rest is."""
+        steps = read_steps(self.steps_path) if os.path.isfile(self.steps_path) else []
+        evals = [s["eval_reward"] for s in steps if s.get("eval_reward") is not None]
+        accuracy = (
+            f"; validation accuracy {evals[0]:.3f} at the first evaluation, "
+            f"{evals[-1]:.3f} at the last"
+            if evals
+            else ""
+        )
+        minutes = (steps[-1]["elapsed_s"] / 60) if steps else 0.0
+        return (
+            f"{len(steps)} steps in {minutes:.1f} min{accuracy}. Steps, curve, "
+            f"logs and stats in {os.path.dirname(self.steps_path)}"
+        )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        super().close()
