@@ -54,7 +54,9 @@ LOCAL_FIELDS: tuple[tuple[type, str], ...] = (
 # Field names that are always local paths, whatever section they are in:
 # AReaL's fileroots (cluster, rollout, saver, recover, evaluator, stats logger,
 # perf tracer), the project's data and prompts files and eval folders.
-LOCAL_NAMES = frozenset({"fileroot", "prompts", "data_root", "output_dir"})
+LOCAL_NAMES = frozenset(
+    {"fileroot", "prompts", "data_root", "ruler_data_root", "output_dir"}
+)
 
 
 def is_hub_id(value: str) -> bool:

@@ -85,6 +85,7 @@ def test_the_eval_config_resolves_its_folders(tmp_path, monkeypatch):
     config = load_eval_config(["--config", str(ROOT / "config_eval.yaml")])
     assert config.eval.data_root == str(tmp_path / "data" / "ruler_hqa")
     assert config.eval.output_dir == str(tmp_path / "outputs" / "eval")
+    assert config.eval.ruler_data_root == str(tmp_path / "data" / "ruler")
     assert config.actor.path == "Qwen/Qwen2.5-7B-Instruct"
 
 
