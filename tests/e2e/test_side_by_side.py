@@ -15,8 +15,9 @@ import subprocess
 import time
 from pathlib import Path
 
+from memagent_workflow.terminal import CONSOLE_LOG
 from standin.build_cache import MARKER_FILE
-from tests.e2e.launch_runs import Launched, train_cmd
+from tests.e2e.launch_runs import Launched, fresh_clone, train_cmd
 
 # The README's main job, launched by AReaL's single controller, shortened; with
 # its validation set, so each run also forks an eval-rollout worker, whose port
@@ -31,10 +32,11 @@ STOP_BOUND_S = 300
 
 def test_two_main_jobs_with_one_seed_started_at_once_both_finish(tmp_path):
     model = tmp_path / "model"  # built by both runs at once
-    runs = [
-        Launched(train_cmd(tmp_path / name, model, *LAUNCH), tmp_path / name)
-        for name in ("first", "second")
-    ]
+    runs = []
+    for name in ("first", "second"):  # two fresh clones, one seed
+        clone = fresh_clone(tmp_path / name)
+        cmd = train_cmd(*LAUNCH, f"actor.path={model}")
+        runs.append(Launched(cmd, clone, cwd=clone))
     done = [run.finish() for run in runs]
     for run in done:
         assert [s["step"] for s in run.steps] == [1, 2]
@@ -46,15 +48,16 @@ def test_two_main_jobs_with_one_seed_started_at_once_both_finish(tmp_path):
 
 
 def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path):
-    cmd = train_cmd(tmp_path / "run", tmp_path / "model", *LAUNCH, "valid_dataset=null")
-    run = Launched(cmd, tmp_path)
+    clone = fresh_clone(tmp_path / "run")
+    cmd = train_cmd(*LAUNCH, "valid_dataset=null", f"actor.path={tmp_path / 'model'}")
+    run = Launched(cmd, clone, cwd=clone)
     started = re.compile(r"Starting worker actor/0 .*--port (\d+)")
     deadline = time.monotonic() + 600
     port = None
     while port is None:
         assert run.proc.poll() is None, run.log_path.read_text()[-4000:]
         assert time.monotonic() < deadline, "the actor worker never started"
-        if match := started.search(run.log_path.read_text(errors="replace")):
+        if match := started.search(everything_logged(run)):
             port = int(match.group(1))
         time.sleep(0.05)
     # Another program takes the port before the worker (still importing) binds.
@@ -69,11 +72,19 @@ def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path):
             raise AssertionError(f"no stop within {STOP_BOUND_S} s") from None
         stopped_after = time.monotonic() - start
     run._log.close()
-    log = run.log_path.read_text(errors="replace")
+    log = everything_logged(run)
     assert code != 0
     assert f"worker actor/0 could not listen on port {port}" in log, log[-4000:]
     print(f"the run stopped {stopped_after:.0f} s after port {port} was taken")
-    _no_worker_left(Path(tmp_path / "run"))
+    _no_worker_left(tmp_path)
+
+
+def everything_logged(run: Launched) -> str:
+    """The terminal's output and the full record the quiet terminal keeps
+    (AReaL's INFO lines, such as the scheduler's worker starts, are only there)."""
+    consoles = sorted(run.out.rglob(CONSOLE_LOG))
+    full = "".join(p.read_text(errors="replace") for p in consoles)
+    return run.log_path.read_text(errors="replace") + full
 
 
 def _no_worker_left(out: Path) -> None:
