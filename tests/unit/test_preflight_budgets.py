@@ -78,7 +78,11 @@ def test_turns_from_the_longest_row_without_max_chunks(cfg):
 
 def test_setup_timeout_against_a_download(cfg):
     # 15 GB at 100 MB/s + 120 s start ~ 272 s: less than 2x headroom in 300 s
-    check = check_setup_timeout(run_of(cfg))
+    # (AReaL's default; config.yaml now gives 1800)
+    assert cfg.rollout.setup_timeout == 1800
+    short = copy.deepcopy(cfg)
+    short.rollout.setup_timeout = 300
+    check = check_setup_timeout(run_of(short))
     assert check.verdict is Verdict.WARN and "download 15 GB" in check.found
     long = copy.deepcopy(cfg)
     long.rollout.setup_timeout = 1800
