@@ -33,7 +33,8 @@ def cfg():
 def test_a_node_needs_the_sum_of_its_workers_specs(cfg):
     need = node_need(run_of(cfg))
     assert (need.workers, need.gpus, need.cpus) == (8, 8, 8 * 8)
-    assert need.memory_bytes == 8 * 64 * GIB
+    spec_mem = cfg.actor.scheduling_spec[0].mem  # GB per worker (config.yaml: 32)
+    assert need.memory_bytes == 8 * spec_mem * GIB
 
 
 def test_unreachable_ray_fails_for_several_nodes(cfg):
@@ -43,9 +44,11 @@ def test_unreachable_ray_fails_for_several_nodes(cfg):
 
 
 def test_nodes_with_too_little_ray_memory_fail(cfg):
-    small = FakeRay(nodes=[h100_node(350) for _ in range(4)])  # 70% of 500 GiB
+    need_gib = 8 * cfg.actor.scheduling_spec[0].mem  # 256 GiB at config.yaml's 32
+    small = FakeRay(nodes=[h100_node(need_gib - 6) for _ in range(4)])
     check = check_ray(run_of(cfg, ray=small))
-    assert check.verdict is Verdict.FAIL and "memory 350 GiB < 512 GiB" in check.fix
+    assert check.verdict is Verdict.FAIL
+    assert f"memory {need_gib - 6} GiB < {need_gib} GiB" in check.fix
 
 
 def test_nodes_that_hold_the_specs_pass(cfg):
@@ -63,7 +66,7 @@ def test_one_node_without_a_cluster_is_checked_against_this_machine():
     one = load("config.yaml", "scheduler.type=ray")
     roomy = FakeHardware(gpus(8), cpus=128, memory_gib=1024)  # Ray gets ~717 GiB
     assert check_ray(run_of(one, hardware=roomy)).verdict is Verdict.OK
-    tight = FakeHardware(gpus(8), cpus=128, memory_gib=512)  # ~358 GiB < 512
+    tight = FakeHardware(gpus(8), cpus=128, memory_gib=320)  # ~224 GiB < 256
     assert check_ray(run_of(one, hardware=tight)).verdict is Verdict.FAIL
 
 

@@ -29,7 +29,9 @@ def test_the_tensorboard_command_reads_where_the_main_job_writes():
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).strip()
     program, logdir = re.fullmatch(r"(uvx tensorboard) --logdir (\S+)", block).groups()
     board = load_config(["--config", "config_cpu.yaml"]).stats_logger.tensorboard.path
-    assert Path(board).parent.parent == Path(logdir)  # <logdir>/<experiment>/<trial>
+    # <logdir>/<experiment>/<trial>; the loader makes relative paths absolute
+    # against the command's directory (the repository root, where the README runs)
+    assert Path(board).parent.parent == Path(logdir).absolute()
     # uvx because the lock holds no tensorboard (AReaL writes with tensorboardX).
     lock = (ROOT / "uv.lock").read_text()
     assert program == "uvx tensorboard" and '\nname = "tensorboard"\n' not in lock
