@@ -32,11 +32,17 @@ from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.actor import MemAgentPPOActor
+from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
 )
-from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
+from memagent_workflow.recovery.ledger import (
+    IndexedRows,
+    QuestionLedger,
+    RolloutStalled,
+)
+from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.scheduler import MemAgentLocalScheduler
 from memagent_workflow.step_report import StepReport
 
@@ -143,8 +149,10 @@ class MemAgentPPOTrainer(PPOTrainer):
         if it ends, which questions it handed out and did not train."""
         try:
             super().train(*args, **kwargs)
-        except BaseException:
-            logger.error(f"Training stopped. {self._resume_advice()}")
+        except BaseException as exc:
+            logger.error(
+                f"Training stopped. {self._servers_down(exc)}{self._resume_advice()}"
+            )
             raise
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
@@ -172,6 +180,12 @@ class MemAgentPPOTrainer(PPOTrainer):
                 scheduler.delete_workers()
             except Exception as cleanup:  # the original error matters more
                 logger.warning(f"could not stop the workers: {cleanup!r}")
+
+    def _servers_down(self, exc: BaseException) -> str:
+        # A RolloutStalled already names the servers.
+        if isinstance(exc, (RolloutStalled, KeyboardInterrupt)):
+            return ""
+        return servers_down_message(server_addresses(getattr(self, "rollout", None)))
 
     def _resume_advice(self) -> str:
         if self.config.recover.mode in ("disabled", "off"):
