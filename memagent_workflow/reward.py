@@ -243,29 +243,13 @@ def _answer_is(text: str) -> str | None:
 def _boxed_original(text: str) -> str | None:
     """The original eval's ``extract_boxed_answer`` (not the training verifier's).
 
-    The whole text counts (no 300-character window, no lower-casing). A
-    ``\\boxed `` with a space wins anywhere: what follows its last occurrence up
-    to the next ``$``. Else the LAST ``\\boxed`` (or, without one, ``\\fbox``)
-    is brace-matched; unterminated: None. Where the original's asserts fail
-    (``\\fbox{..}``, ``\\boxedx{..}``) the script would stop; here: None.
+    The whole text counts (no 300-character window, no lower-casing); the
+    reading is the verifier's, `original_boxed`. The original falls back to
+    ``\\fbox{..}`` without a ``\\boxed``, then asserts the box reads
+    ``\\boxed{..}``: where that assert would stop the script (``\\fbox{..}``,
+    ``\\boxedx{..}``), here: None, as `original_boxed` gives.
     """
-    if "\\boxed " in text:
-        return text.split("\\boxed ")[-1].split("$")[0]
-    start = text.rfind("\\boxed")
-    if start < 0:
-        start = text.rfind("\\fbox")
-        if start < 0:
-            return None
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                box = text[start : i + 1]
-                return box[len(_BOX) : -1] if box.startswith(_BOX) else None
-    return None
+    return original_boxed(text)
 
 
 _EXTRACTORS: dict[str, Callable[[str], str | None]] = {
