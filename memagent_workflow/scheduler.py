@@ -10,7 +10,10 @@ things and nothing else:
 
 - ports are drawn from a random state seeded by the OS, inside
   :func:`private_random`, which restores the seeded state afterwards: training's
-  randomness (seeded by ``config.seed``) no longer depends on port choices;
+  randomness (seeded by ``config.seed``) no longer depends on port choices; and
+  they are claimed for this run on the machine (`port_claims`): a port another
+  run allocated and has not bound yet (the actor's ``MASTER_PORT`` is bound
+  seconds after start-up) is not handed out again;
 - a worker counts as started once it has registered its own address (AReaL's
   rpc server does so right after binding); a forked worker (the eval-rollout
   worker) whose port answers for another run is forked again on a new port; a
@@ -29,8 +32,10 @@ import time
 from collections.abc import Iterator
 
 from areal.infra import LocalScheduler
-from areal.infra.scheduler.exceptions import WorkerCreationError
+from areal.infra.scheduler.exceptions import PortAllocationError, WorkerCreationError
 from areal.utils import logging, name_resolve, names
+
+from memagent_workflow import port_claims
 
 logger = logging.getLogger("MemAgentScheduler")
 
@@ -39,6 +44,8 @@ logger = logging.getLogger("MemAgentScheduler")
 MIN_START_TIMEOUT_S = 300.0
 #: How often a fork is tried when its port turns out to be another run's.
 FORK_ATTEMPTS = 3
+#: How often ports are drawn again when another run claimed one of them first.
+CLAIM_ATTEMPTS = 5
 _PORT_IN_USE = re.compile(r"port (\d+) is in use|address already in use", re.I)
 
 
@@ -65,8 +72,22 @@ class MemAgentLocalScheduler(LocalScheduler):
     """`LocalScheduler` with ports unique per run and a bounded worker start."""
 
     def _allocate_ports(self, count: int) -> list[int]:
-        with private_random():
-            return super()._allocate_ports(count)
+        for _ in range(CLAIM_ATTEMPTS):
+            # Ports other runs allocated and may not have bound yet: excluded.
+            others = port_claims.claimed_ports() - self._allocated_ports
+            self._allocated_ports |= others
+            try:
+                with private_random():
+                    ports = super()._allocate_ports(count)
+            finally:
+                self._allocated_ports -= others
+            if port_claims.claim(ports):
+                return ports
+            self._release_ports(ports)  # another run claimed one first: again
+        raise PortAllocationError(
+            f"could not claim {count} free ports in {CLAIM_ATTEMPTS} attempts "
+            f"(claims of other runs: {port_claims.claims_dir()})"
+        )
 
     async def _fork_single_worker(
         self, session, role: str, idx: int, target_wi, target_role: str, command=None

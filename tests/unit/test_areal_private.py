@@ -102,7 +102,8 @@ PRIVATE = (
         ("memagent_workflow.scheduler:MemAgentLocalScheduler",),
         "AReaL draws worker ports from the global random state seeded by "
         "config.seed, so two runs with one seed collide; the override draws from an "
-        "OS-seeded state and leaves training's stream untouched",
+        "OS-seeded state, leaves training's stream untouched, and claims the ports "
+        "machine-wide (port_claims) until its process exits",
         "33ef052262f8e6a1fc00fe207900a5b1606bca64a95cee1db929c73192f2e26e",
     ),
     Private(
