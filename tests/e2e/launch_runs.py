@@ -160,3 +160,31 @@ def train_cmd(*overrides: str) -> list[str]:
         sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
         *overrides, *SMALL_TRAINING,
     ]  # fmt: skip
+
+
+def run_one_process(
+    entry: list[str], out: Path, model: Path, server_addr: str, *overrides: str
+) -> subprocess.CompletedProcess:
+    """Two steps of config_cpu.yaml in the one-process SPMD mode against a
+    stand-in the test owns (``server_addr``), its files and data under ``out``.
+
+    ``entry``: the script and its own flags; ``overrides`` come after the
+    run's sizes. Fails with the end of its output unless the run exits 0.
+    """
+    cmd = [
+        sys.executable, *entry, "--config", "config_cpu.yaml",
+        "scheduler.type=null",  # the one-process SPMD mode
+        "total_train_steps=2", "rollout.max_head_offpolicyness=0",
+        *overrides,
+        f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
+        f"train_dataset.path={out / 'train.jsonl'}",
+        f"valid_dataset.path={out / 'valid.jsonl'}",
+        f"standin.server_addr={server_addr}",
+    ]  # fmt: skip
+    proc = subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc

@@ -2,19 +2,15 @@
 real loop (one-process SPMD) still trains, syncs weights and advances the version."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from memagent_workflow.workflow import MemAgentWorkflow
 from standin.launch import StandinServer
+from tests.e2e.launch_runs import run_one_process
 
-ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS = 16  # config_cpu.yaml: train_dataset.batch_size
 GROUP = 8  # memagent.group_size
 ROWS_PER_GROUP = 2 * GROUP  # one memory turn and the answer per episode
@@ -34,23 +30,11 @@ def run(needle_model_dir, tmp_path_factory):
     model = out / "model"
     shutil.copytree(needle_model_dir, model)
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
-        cmd = [
-            sys.executable, "-m", "bench.learning_run",
-            "--workflow", "tests.e2e.test_all_tied.AllTiedWorkflow",
-            "--config", "config_cpu.yaml", "scheduler.type=null",
-            "total_train_steps=2", "rollout.max_head_offpolicyness=0",
-            "memagent.skip_tied_groups=true",
-            f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
-            f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
-            f"train_dataset.path={out / 'train.jsonl'}",
-            f"valid_dataset.path={out / 'valid.jsonl'}",
-            f"standin.server_addr={server.addr}",
-        ]  # fmt: skip
-        proc = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+        run_one_process(
+            ["-m", "bench.learning_run", "--workflow",
+             "tests.e2e.test_all_tied.AllTiedWorkflow"],
+            out, model, server.addr, "memagent.skip_tied_groups=true",
         )  # fmt: skip
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         with urllib.request.urlopen(f"{server.url}/weights_digest", timeout=30) as r:
             state = json.loads(r.read())
     log_dir = next((out / "areal").rglob("steps.jsonl")).parent

@@ -5,12 +5,8 @@ The single-controller and Ray launches of the same job: test_train_launch.py.
 """
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 import torch
@@ -18,8 +14,7 @@ from transformers import AutoModelForCausalLM
 
 from standin.launch import StandinServer
 from standin.model import weights_digest
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.e2e.launch_runs import run_one_process
 
 
 def get(server, path):
@@ -40,23 +35,11 @@ def run(needle_model_dir, tmp_path_factory):
     shutil.copytree(needle_model_dir, model)
     initial = digest_of(model)
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
-        cmd = [
-            sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
-            "scheduler.type=null",  # the one-process SPMD mode
-            "total_train_steps=2", "rollout.max_head_offpolicyness=0",
+        run_one_process(
+            ["examples/train.py"], out, model, server.addr,
             # every step changes every weight, even if every group ties
             "actor.optimizer.weight_decay=0.01",
-            f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
-            f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
-            f"train_dataset.path={out / 'train.jsonl'}",
-            f"valid_dataset.path={out / 'valid.jsonl'}",
-            f"standin.server_addr={server.addr}",
-        ]  # fmt: skip
-        proc = subprocess.run(
-            cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         state = get(server, "/weights_digest")
     steps = [
         json.loads(line)
