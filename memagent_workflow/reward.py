@@ -240,20 +240,11 @@ def _answer_is(text: str) -> str | None:
     return ans.strip().strip(".").strip()
 
 
-def _boxed_original(text: str) -> str | None:
-    """The original eval's ``extract_boxed_answer`` (not the training verifier's).
-
-    The whole text counts (no 300-character window, no lower-casing); the
-    reading is the verifier's, `original_boxed`. The original falls back to
-    ``\\fbox{..}`` without a ``\\boxed``, then asserts the box reads
-    ``\\boxed{..}``: where that assert would stop the script (``\\fbox{..}``,
-    ``\\boxedx{..}``), here: None, as `original_boxed` gives.
-    """
-    return original_boxed(text)
-
-
 _EXTRACTORS: dict[str, Callable[[str], str | None]] = {
-    "boxed": _boxed_original,
+    # The original eval's ``extract_boxed_answer`` reads the whole text (no
+    # 300-character window, no lower-casing) as the verifier does; where its
+    # asserts would stop the script (``\\fbox{..}``, ``\\boxedx{..}``): None.
+    "boxed": original_boxed,
     "answer_is": _answer_is,
 }
 
