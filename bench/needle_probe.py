@@ -58,6 +58,8 @@ class Probe:
             seed=args.seed,
             layers=args.layers,
             hidden_size=args.hidden,
+            heads=args.heads,
+            init_range=args.init_range,
         )
         self.tok = build_tokenizer(spec)
         self.model = init_model(spec, self.tok)
@@ -207,6 +209,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--prompts", default="prompts/needle.yaml")
     ap.add_argument("--layers", type=int, default=1)
     ap.add_argument("--hidden", type=int, default=64)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--init-range", type=float, default=0.02)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--temperature", type=float, default=1.0, help="of rollouts")
     ap.add_argument("--steps", type=int, default=60)

@@ -48,13 +48,24 @@ class StandinConfig:
     needle_hidden: int = field(
         default=64, metadata={"help": "Needle model: hidden size."}
     )
+    needle_heads: int = field(
+        default=4, metadata={"help": "Needle model: attention heads."}
+    )
+    needle_init_range: float = field(
+        default=0.02,
+        metadata={"help": "Needle model: std of the initial weights (Qwen2's 0.02)."},
+    )
+    needle_warm_start_steps: int = field(
+        default=1000, metadata={"help": "Needle model: format warm-start steps."}
+    )
     needle_carry: bool = field(
         default=False,
         metadata={
-            "help": "Needle model's format warm start: a memory turn re-boxes the "
-            "memory's word unless its chunk states the asked name's code, where "
-            "it boxes a random word (when to overwrite the memory, never with "
-            "what: the warm start stays at chance)."
+            "help": "Needle model's format warm start: a memory turn keeps the "
+            "memory it was given (the initial one too) unless its chunk states "
+            "the asked name's code, where it boxes a random word (when to "
+            "overwrite the memory, never with what: the warm start stays at "
+            "chance). The build checks this gate on every pair of names."
         },
     )
     length_eval: list[int] = field(

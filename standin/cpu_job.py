@@ -87,6 +87,9 @@ def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
         seed=cfg.seed,
         layers=cfg.needle_layers,
         hidden_size=cfg.needle_hidden,
+        heads=cfg.needle_heads,
+        init_range=cfg.needle_init_range,
+        warm_start_steps=cfg.needle_warm_start_steps,
     )
     build_needle_model(config.actor.path, spec)
 

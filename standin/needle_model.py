@@ -36,7 +36,12 @@ from transformers import (
 
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
-from memagent_workflow.data.synthetic import NEEDLE_ANSWERS, make_needle, needle_words
+from memagent_workflow.data.synthetic import (
+    NEEDLE_ANSWERS,
+    NEEDLE_NAMES,
+    make_needle,
+    needle_words,
+)
 from memagent_workflow.prompt_file import load_prompts
 from memagent_workflow.prompts import PromptTexts
 from standin.build_cache import cached_build
@@ -44,7 +49,9 @@ from standin.build_cache import cached_build
 logger = logging.getLogger("NeedleModel")
 
 # Bump when anything that changes the built files changes.
-NEEDLE_BUILD_VERSION = 2
+NEEDLE_BUILD_VERSION = 3
+# Extra warm-start rounds allowed for the carry gate (each a quarter of the steps).
+GATE_ROUNDS = 4
 
 ENDOFTEXT, IM_START, IM_END, UNKNOWN = (
     "<|endoftext|>",
@@ -74,16 +81,21 @@ class NeedleModelSpec:
     chunk_tokens: int = 6
     chunks: int = 1
     distractors: bool | float = False
-    # Carrying a memory through turns: a memory turn re-boxes the memory's word
-    # unless its chunk states the asked name's code (or there is no memory
-    # yet), where it boxes a random word as always. When to overwrite, never
-    # with what. Demonstrations then have 1 to ``chunks`` chunks.
+    # Carrying a memory through turns: a memory turn keeps the memory it was
+    # given (the initial one included) unless its chunk states the asked name's
+    # code, where it boxes a random word as always. When to overwrite, never
+    # with what. Demonstrations then have 1 to ``demo_chunks`` chunks.
     carry: bool = False
+    demo_chunks: int = 8
     # The memory is written like the answer, "\\boxed{ WORD }": 3 tokens, no EOS.
     memory_tokens: int = 3
     seed: int = 0
     hidden_size: int = 64
     layers: int = 1
+    heads: int = 4
+    # Initial weights' std (Qwen2's default 0.02): a wider start lets one layer
+    # find the name-binding gate in the warm start (docs/learning.md).
+    init_range: float = 0.02
     warm_start_steps: int = 1000
     warm_start_lr: float = 3e-3
     warm_start_questions: int = 32  # per step
@@ -135,8 +147,9 @@ def init_model(spec: NeedleModelSpec, tokenizer) -> Qwen2ForCausalLM:
         hidden_size=spec.hidden_size,
         intermediate_size=2 * spec.hidden_size,
         num_hidden_layers=spec.layers,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        num_attention_heads=spec.heads,
+        num_key_value_heads=spec.heads // 2 if spec.heads == 4 else spec.heads,
+        initializer_range=spec.init_range,
         max_position_embeddings=512,
         tie_word_embeddings=False,
         use_sliding_window=False,
@@ -184,7 +197,7 @@ class Demos:
 
     def rows(self, n: int, seed: int) -> list[dict]:
         """Questions of the demonstrations; with a memory to carry, of 1 to
-        ``chunks`` chunks (so every turn position is shown)."""
+        ``demo_chunks`` chunks (so that the gate meets many other names' chunks)."""
         spec = self.spec
         if not spec.carry:
             return make_needle(n, seed, spec.chunks, spec.distractors)
@@ -193,7 +206,10 @@ class Demos:
             row
             for _ in range(n)
             for row in make_needle(
-                1, rng.randrange(1 << 30), rng.randint(1, spec.chunks), spec.distractors
+                1,
+                rng.randrange(1 << 30),
+                rng.randint(1, spec.demo_chunks),
+                spec.distractors,
             )
         ]
 
@@ -201,8 +217,6 @@ class Demos:
         """``(prompt, target, is_final)`` for every turn of ``n`` random questions."""
         spec = self.spec
         eos = [self.tok.eos_token_id]
-        # A memory that fills its token budget ends without EOS, as in a run.
-        memory_eos = eos if spec.memory_tokens > len(self.boxed_answers[0]) else []
         pairs = []
         seed = self.rng.randrange(1 << 30)
         for row in self.rows(n, seed):
@@ -210,12 +224,13 @@ class Demos:
             memory = self.initial_memory
             ids = encode_context(self.tok, row["context"])
             named = self.encode(f"code of {row['question'].split()[-2]}")
-            for t, chunk in enumerate(chunk_views(ids, spec.chunk_tokens)[0]):
-                if spec.carry and t and not np.array_equal(chunk[:3], named):
-                    written = memory.tolist()  # the same box again
+            for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
+                if spec.carry and not np.array_equal(chunk[:3], named):
+                    written = memory.tolist()  # the memory again, as it was
                 else:  # any answer word, whatever the chunk says: not the task
                     written = self.rng.choice(self.boxed_answers)
-                target = [*written, *memory_eos]
+                # A memory that fills its token budget ends without EOS, as in a run.
+                target = [*written, *eos[: len(written) < spec.memory_tokens]]
                 pairs.append((memory_t.build(memory, chunk), target, False))
                 memory = np.asarray(written, dtype=np.int32)
             pairs.append((final_t.build(memory), [*memory.tolist(), *eos], True))
@@ -234,21 +249,18 @@ def _padded(pairs, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, target
 
 
-def warm_start(model, demos: Demos) -> float:
+def warm_start(model, demos: Demos, steps: int, lr: float) -> float:
     """Supervised steps on format demonstrations; returns the last loss."""
-    spec = demos.spec
-    opt = torch.optim.Adam(model.parameters(), lr=spec.warm_start_lr)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     # Decayed to 0: a confident final-turn format, which RL's noisy early steps
     # then do not break (with a constant rate, some seeds lost it and the
     # memory collapsed onto the word the final turn still boxed best).
-    decay = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda step: 1 - step / spec.warm_start_steps
-    )
+    decay = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: 1 - step / steps)
     model.train()
     loss = torch.tensor(0.0)
-    for step in range(spec.warm_start_steps):
+    for step in range(steps):
         ids, target = _padded(
-            demos.batch(spec.warm_start_questions), demos.tok.pad_token_id
+            demos.batch(demos.spec.warm_start_questions), demos.tok.pad_token_id
         )
         logits = model(input_ids=ids).logits[:, :-1]  # right padding: causal
         loss = torch.nn.functional.cross_entropy(
@@ -258,7 +270,7 @@ def warm_start(model, demos: Demos) -> float:
         loss.backward()
         opt.step()
         decay.step()
-        if (step + 1) % 250 == 0:
+        if (step + 1) % 500 == 0:
             logger.info(f"warm start step {step + 1}: loss {loss.item():.4f}")
     model.eval()
     return loss.item()
@@ -279,12 +291,53 @@ def check_format(model, demos: Demos) -> None:
             max_new_tokens=len(target),
             do_sample=False,
         )[0, ids.shape[1] :].tolist()
-        ok = out == target if is_final else out[:box_len] in demos.boxed_answers
+        boxes = demos.boxed_answers
+        ok = out == target or (
+            not is_final and out[:box_len] in boxes and target[:box_len] in boxes
+        )
         if not ok:
             raise RuntimeError(
                 f"the warm start did not teach the format: {demos.tok.decode(out)!r} "
                 f"after {demos.tok.decode(prompt.tolist())!r}"
             )
+
+
+@torch.no_grad()
+def gate_misses(model, demos: Demos) -> int:
+    """(asked name, chunk's name) pairs whose first memory token, greedy and from
+    the initial memory, is not the carry warm start's: ``\\boxed{`` when the
+    chunk is about the asked name, the initial memory's first token otherwise."""
+    d, misses = demos, 0
+    for asked in NEEDLE_NAMES:
+        memory_t, _ = d.prompts(f"what is the code of {asked} ?")
+        prompts = [
+            memory_t.build(d.initial_memory, d.encode(f"code of {name} is red ."))
+            for name in NEEDLE_NAMES
+        ]
+        logits = model(input_ids=torch.tensor(np.stack(prompts).astype(np.int64)))
+        first = logits.logits[:, -1].argmax(-1).tolist()
+        want = [
+            d.box[0][0] if n == asked else d.initial_memory[0] for n in NEEDLE_NAMES
+        ]
+        misses += sum(f != w for f, w in zip(first, want, strict=True))
+    return misses
+
+
+def warm_start_gate(model, demos: Demos) -> float:
+    """The carry warm start, continued (decaying rounds of a quarter of its steps)
+    until the gate is right for every pair of names; returns the last loss."""
+    spec = demos.spec
+    loss = warm_start(model, demos, spec.warm_start_steps, spec.warm_start_lr)
+    for round_ in range(1, GATE_ROUNDS + 1):
+        if not (misses := gate_misses(model, demos)):
+            return loss
+        logger.info(f"gate wrong on {misses} name pairs: warm start round {round_}")
+        loss = warm_start(
+            model, demos, spec.warm_start_steps // 4, spec.warm_start_lr / 3
+        )
+    if misses := gate_misses(model, demos):
+        raise RuntimeError(f"the carry warm start's gate is wrong on {misses} pairs")
+    return loss
 
 
 def _write(out: Path, spec: NeedleModelSpec) -> None:
@@ -295,7 +348,11 @@ def _write(out: Path, spec: NeedleModelSpec) -> None:
         with torch.random.fork_rng(devices=[]):
             model = init_model(spec, tokenizer)
             demos = Demos(spec, tokenizer)
-            loss = warm_start(model, demos)
+            loss = (
+                warm_start_gate(model, demos)
+                if spec.carry
+                else warm_start(model, demos, spec.warm_start_steps, spec.warm_start_lr)
+            )
             check_format(model, demos)
     finally:
         torch.set_num_threads(threads)
