@@ -26,7 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.learning import REPO, build_model, config_value, summarise, train_run
+from bench.learning import (
+    NO_LENGTH_EVAL,
+    REPO,
+    build_model,
+    config_value,
+    summarise,
+    train_run,
+)
 from memagent_workflow.curve import read_steps
 
 SEEDS = (0, 1, 2)
@@ -228,6 +235,7 @@ def run(smoke: bool = False) -> dict[str, Any]:
     """The benchmark: every configuration on every seed, and the metrics run."""
     work = REPO / "outputs" / "bench" / ("actor-smoke" if smoke else "actor")
     overrides = ("total_train_steps=3", "evaluator.freq_steps=1") if smoke else ()
+    overrides = (*overrides, NO_LENGTH_EVAL)
     start = time.perf_counter()
     models = {s: build_model(work / f"model-s{s}", s) for s in SEEDS}
     jobs = _jobs(overrides)

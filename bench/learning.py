@@ -47,6 +47,9 @@ TARGET = 0.90  # held-out accuracy every seed must reach
 CONTROL_MARGIN = 0.10  # a control's final accuracy must stay within chance + this
 BUDGET_S = 20 * 60
 CHANCE = 1 / len(NEEDLE_ANSWERS)
+# The main job's end-of-run length eval (three runs of eval.py, ~1 min), off in
+# runs that measure something else (bench/length.py and test_learning check it).
+NO_LENGTH_EVAL = "standin.length_eval=[]"
 
 
 def wall_time_target(total_s: float, budget_s: int, smoke: bool) -> dict[str, Any]:
@@ -161,6 +164,7 @@ def run(smoke: bool = False) -> dict[str, Any]:
 
     work = REPO / "outputs" / "bench" / ("learning-smoke" if smoke else "learning")
     overrides = ("total_train_steps=2", "evaluator.freq_steps=1") if smoke else ()
+    overrides = (*overrides, NO_LENGTH_EVAL)  # bench/length.py measures that
     start = time.perf_counter()
     models = {s: build_model(work / f"model-s{s}", s) for s in SEEDS}
 

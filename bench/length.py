@@ -1,10 +1,10 @@
 """Benchmark 7: trained on 2-chunk documents, read at 1 to 256 chunks.
 
-Each run is the CPU main job (``examples/train.py --config config_cpu.yaml``:
-AReaL's single controller, the stand-in, GRPO on needle questions of
-``standin.needle_chunks`` chunks), whose end-of-run length eval
-(``standin.length_eval``, through ``examples/eval.py``) is widened here to 1 to
-256 chunks and given the memory-wiped row. Three seeds, one after the other
+Each run is the CPU main job as it is (``examples/train.py --config
+config_cpu.yaml``: AReaL's single controller, the stand-in, GRPO on needle
+questions of ``standin.needle_chunks`` chunks), whose end-of-run length eval
+(``standin.length_eval``, through ``examples/eval.py``, with the memory-wiped
+row) is widened here to 1 to 256 chunks. Three seeds, one after the other
 (each run's evaluation already keeps both cores busy).
 
     uv run python bench/run.py --only length
@@ -28,15 +28,6 @@ from bench.learning import (
 )
 from memagent_workflow.eval.length_table import plot_length_table
 
-# The recipe tried for 2-chunk documents with distractors (docs/learning.md,
-# "Across turns"): not yet one that learns reliably, so not the main job's.
-RECIPE = (
-    "standin.needle_chunks=2",
-    "standin.needle_distractors=1.0",
-    "standin.needle_carry=true",
-    "memagent.train_final_turn=false",
-    "total_train_steps=60",
-)
 SEEDS = (0, 1, 2)
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 TRAINED_TARGET = 0.90  # at the training length
@@ -112,15 +103,15 @@ def run(smoke: bool = False) -> dict[str, Any]:
 
     work = REPO / "outputs" / "bench" / ("length-smoke" if smoke else "length")
     lengths = (1, 2) if smoke else LENGTHS
-    extra = (*RECIPE, *overrides(lengths))
+    extra = overrides(lengths)
     if smoke:
         extra = (*extra, "total_train_steps=2", "saver.freq_steps=2")
-    k = 2  # RECIPE's standin.needle_chunks
+    k = config_value("standin.needle_chunks")
     start = time.perf_counter()
     tables, runs = {}, []
     for seed in SEEDS[:1] if smoke else SEEDS:
         print(f"[bench]   length: seed {seed} ...", flush=True)
-        model = build_model(work / f"model-s{seed}", seed, RECIPE)
+        model = build_model(work / f"model-s{seed}", seed)
         folder = work / f"seed-{seed}"
         r = train_run(folder, model, seed, seed + 1, overrides=extra, timeout=3600)
         table_file = next((folder / "areal").rglob("length_table.json"))
@@ -146,7 +137,6 @@ def run(smoke: bool = False) -> dict[str, Any]:
         "config": {
             "file": CONFIG.name,
             "train_chunks": k,
-            "recipe": list(RECIPE),
             "lengths": list(lengths),
             "eval_questions": config_value("standin.synthetic_valid"),
             "chance": CHANCE,

@@ -64,7 +64,7 @@ def is_checkpoint(path: str) -> bool:
 
 def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
     """The model of ``standin.task`` at ``actor.path`` (built once, then reused)."""
-    cfg, mem = config.standin, config.memagent
+    cfg = config.standin
     evaluating = isinstance(config, StandinEvalConfig)
     if is_checkpoint(config.actor.path) or (
         evaluating and (Path(config.actor.path) / "config.json").is_file()
@@ -74,8 +74,14 @@ def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
     if cfg.task != "needle":
         build_tiny_model(config.actor.path, seed=cfg.seed)
         return
+    build_needle_model(config.actor.path, needle_spec(config))
+
+
+def needle_spec(config: StandinGRPOConfig | StandinEvalConfig) -> NeedleModelSpec:
+    """The needle model a config describes (its prompts, budgets and options)."""
+    mem, cfg = config.memagent, config.standin
     prompts = load_prompts(mem.prompts)
-    spec = NeedleModelSpec(
+    return NeedleModelSpec(
         memory_prompt=prompts.memory_update,
         final_prompt=prompts.final_answer,
         initial_memory=mem.initial_memory,
@@ -91,7 +97,6 @@ def build_model(config: StandinGRPOConfig | StandinEvalConfig) -> None:
         init_range=cfg.needle_init_range,
         warm_start_steps=cfg.needle_warm_start_steps,
     )
-    build_needle_model(config.actor.path, spec)
 
 
 def spmd_env(server_addr: str) -> dict[str, str]:

@@ -215,11 +215,14 @@ class Demos:
 
     def batch(self, n: int) -> list[tuple[np.ndarray, list[int], bool]]:
         """``(prompt, target, is_final)`` for every turn of ``n`` random questions."""
+        return self.batch_of(self.rows(n, self.rng.randrange(1 << 30)))
+
+    def batch_of(self, rows: list[dict]) -> list[tuple[np.ndarray, list[int], bool]]:
+        """``(prompt, target, is_final)`` for every turn of ``rows``."""
         spec = self.spec
         eos = [self.tok.eos_token_id]
         pairs = []
-        seed = self.rng.randrange(1 << 30)
-        for row in self.rows(n, seed):
+        for row in rows:
             memory_t, final_t = self.prompts(row["question"])
             memory = self.initial_memory
             ids = encode_context(self.tok, row["context"])

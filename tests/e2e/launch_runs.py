@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM
 
+from bench.learning import NO_LENGTH_EVAL
 from standin.backend import REPORT_DIR_ENV
 from standin.model import weights_digest
 
@@ -57,6 +58,7 @@ SMALL_TRAINING = (
     "standin.synthetic_train=4",
     "standin.synthetic_valid=2",
     "actor.optimizer.weight_decay=0.01",
+    NO_LENGTH_EVAL,
 )
 
 
@@ -175,7 +177,7 @@ def run_one_process(
         sys.executable, *entry, "--config", "config_cpu.yaml",
         "scheduler.type=null",  # the one-process SPMD mode
         "total_train_steps=2", "rollout.max_head_offpolicyness=0",
-        *overrides,
+        NO_LENGTH_EVAL, *overrides,
         f"actor.path={model}", f"cluster.fileroot={out / 'areal'}",
         f"cluster.name_resolve.nfs_record_root={out / 'name_resolve'}",
         f"train_dataset.path={out / 'train.jsonl'}",

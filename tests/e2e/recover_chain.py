@@ -31,6 +31,7 @@ from pathlib import Path
 
 import psutil
 
+from bench.learning import NO_LENGTH_EVAL
 from memagent_workflow.terminal import CONSOLE_LOG
 from standin.backend import EXTRA_ARGS_ENV
 from standin.launch import StandinServer
@@ -111,7 +112,7 @@ class Chain:
             sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
             f"seed={self.seed}",  # AReaL draws ports from it: distinct per chain
             f"total_train_steps={STEPS}", f"train_dataset.batch_size={BATCH}",
-            f"standin.synthetic_train={QUESTIONS}",
+            f"standin.synthetic_train={QUESTIONS}", NO_LENGTH_EVAL,
             "memagent.group_size=2",
             "warmup_steps=null",  # the LR warm-up spans the run (below)
             "rollout.max_concurrent_rollouts=2",

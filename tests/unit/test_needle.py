@@ -19,7 +19,14 @@ from memagent_workflow.data.synthetic import (
 )
 from memagent_workflow.prompt_file import load_prompts
 from standin.build_cache import MARKER_FILE
-from standin.needle_model import NeedleModelSpec, build_needle_model, build_tokenizer
+from standin.needle_model import (
+    Demos,
+    NeedleModelSpec,
+    build_needle_model,
+    build_tokenizer,
+    gate_misses,
+    init_model,
+)
 
 PROMPTS = load_prompts("prompts/needle.yaml")
 SPEC = NeedleModelSpec(PROMPTS.memory_update, PROMPTS.final_answer, chunks=2)
@@ -151,3 +158,46 @@ def test_a_memory_budget_beyond_the_box_builds_a_memory_that_ends(tmp_path):
     out = model.generate(ids, max_new_tokens=4, do_sample=False)[0, ids.shape[1] :]
     assert out[0] == tok.convert_tokens_to_ids("\\boxed{")
     assert out[-1] == tok.eos_token_id
+
+
+def test_carry_demonstrations_keep_the_memory_until_the_asked_names_chunk():
+    """Carry warm start: the initial memory is kept (with EOS) on other names'
+    chunks, a random box is written on the asked name's chunk, then kept."""
+    spec = replace(SPEC, carry=True, distractors=1.0, demo_chunks=6)
+    tok = build_tokenizer(spec)
+    demos = Demos(spec, tok)
+    eos = tok.eos_token_id
+    checked = 0
+    for row in demos.rows(40, seed=3):
+        chunks = chunk_views(encode_context(tok, row["context"]), 6)[0]
+        asked = row["question"].split()[-2]
+        where = [tok.decode(c.tolist()).split()[2] for c in chunks].index(asked)
+        demos.rng.seed(checked)
+        pairs = demos.batch_of([row])
+        memory_turns = [target for _, target, final in pairs if not final]
+        assert len(memory_turns) == len(chunks)
+        for t, target in enumerate(memory_turns):
+            if t < where:  # still the initial memory, closed by EOS
+                assert target == [*demos.initial_memory.tolist(), eos]
+            elif t == where:  # a random code, never chosen by the chunk
+                assert target in demos.boxed_answers
+            else:  # the code once written is kept
+                assert target == memory_turns[where]
+        checked += 1
+    assert checked == 40
+
+
+def test_the_gate_check_tells_a_learned_gate_from_an_untrained_model(
+    needle_model_dir,
+):
+    """config_cpu.yaml's model passed the build's gate check on all 256 pairs
+    of names; the same architecture untrained fails it."""
+    tok = AutoTokenizer.from_pretrained(needle_model_dir)
+    model = AutoModelForCausalLM.from_pretrained(needle_model_dir).eval()
+    from examples.train import load_config
+    from standin.cpu_job import needle_spec
+
+    spec = needle_spec(load_config(["--config", "config_cpu.yaml"]))
+    demos = Demos(spec, tok)
+    assert gate_misses(model, demos) == 0
+    assert gate_misses(init_model(spec, tok).eval(), demos) > 0
