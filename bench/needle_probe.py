@@ -15,7 +15,10 @@ Warm starts (``--warm``), all at chance by construction:
 * ``keep_empty``: the memory, the initial one included, is kept unless the chunk
   is about the asked name, where a random code is boxed.
 
-    uv run python bench/needle_probe.py --warm keep_empty --chunks 4 --steps 100
+    uv run python bench/needle_probe.py --warm keep_empty --demo-chunks 8 \
+        --warm-steps 2000 --heads 8 --init-range 0.1 --lr-decay --steps 50
+
+(the main job's recipe, docs/learning.md, "Across turns").
 
 Prints the warm start's and then every 10 steps the held-out accuracy at
 ``--eval-chunks`` (sampled as ``config_eval_needle.yaml``: temperature 0.7,
@@ -84,6 +87,11 @@ class Probe:
                     args.warm == "keep_empty" or (args.warm == "carry" and t > 0)
                 )
                 written = list(memory) if keep else self.rng.choice(d.boxed_answers)
+                if about and self.rng.random() < args.shift:
+                    written = d.boxed_answers[
+                        (d.boxed_answers.index(d.boxed([int(chunk[4])])) + 1)
+                        % len(d.boxed_answers)
+                    ]
                 target = written if len(written) == 3 else [*written, self.eos]
                 pairs.append((memory_t.build(memory, chunk), target, False))
                 memory = np.asarray(written, dtype=np.int32)
@@ -212,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--heads", type=int, default=4)
     ap.add_argument("--init-range", type=float, default=0.02)
     ap.add_argument("--lr", type=float, default=5e-4)
+    ap.add_argument("--lr-decay", action="store_true", help="linearly to 0")
+    ap.add_argument("--shift", type=float, default=0.0)
     ap.add_argument("--temperature", type=float, default=1.0, help="of rollouts")
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--questions", type=int, default=16)
@@ -231,7 +241,10 @@ def main(argv: list[str] | None = None) -> None:
     print(f"warm start loss {probe.warm_start():.4f}")
     report("warm start")
     opt = torch.optim.Adam(probe.model.parameters(), lr=args.lr)
-    warmup = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / 10))
+    decay = (lambda s: 1 - s / args.steps) if args.lr_decay else (lambda s: 1.0)
+    warmup = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / 10) * decay(s)
+    )
     for step in range(1, args.steps + 1):
         reward = probe.step(opt)
         warmup.step()

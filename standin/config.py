@@ -58,6 +58,15 @@ class StandinConfig:
     needle_warm_start_steps: int = field(
         default=1000, metadata={"help": "Needle model: format warm-start steps."}
     )
+    needle_shift: float = field(
+        default=0.0,
+        metadata={
+            "help": "Carry warm start: share of its writes on the asked name's "
+            "chunk that box the answer word after the chunk's (never the chunk's "
+            "own): the warm start learns to read the chunk and scores below "
+            "chance; RL must redirect the read to the word itself."
+        },
+    )
     needle_carry: bool = field(
         default=False,
         metadata={
@@ -135,6 +144,8 @@ class StandinConfig:
             raise ValueError(f"standin.task must be two_hop or needle, got {self.task}")
         if self.needle_chunks < 1:
             raise ValueError("standin.needle_chunks must be >= 1")
+        if not 0 <= self.needle_shift <= 1:
+            raise ValueError("standin.needle_shift must be in [0, 1]")
         if not 0 <= self.needle_distractors <= 1:
             raise ValueError("standin.needle_distractors must be in [0, 1]")
         if self.length_eval and self.task != "needle":

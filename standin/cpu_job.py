@@ -89,6 +89,7 @@ def needle_spec(config: StandinGRPOConfig | StandinEvalConfig) -> NeedleModelSpe
         chunks=cfg.needle_chunks,
         distractors=cfg.needle_distractors,
         carry=cfg.needle_carry,
+        shift=cfg.needle_shift,
         memory_tokens=mem.max_memory_tokens,
         seed=cfg.seed,
         layers=cfg.needle_layers,

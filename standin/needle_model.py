@@ -87,6 +87,11 @@ class NeedleModelSpec:
     # with what. Demonstrations then have 1 to ``demo_chunks`` chunks.
     carry: bool = False
     demo_chunks: int = 8
+    # Share of the carry demonstrations' writes that box the code *after* the
+    # chunk's in NEEDLE_ANSWERS (never the chunk's own; the rest stay random):
+    # the warm start then reads the chunk's code, which RL can redirect, and
+    # scores below chance (docs/learning.md, "Across turns").
+    shift: float = 0.0
     # The memory is written like the answer, "\\boxed{ WORD }": 3 tokens, no EOS.
     memory_tokens: int = 3
     seed: int = 0
@@ -195,6 +200,12 @@ class Demos:
     def boxed(self, word: np.ndarray) -> list[int]:
         return [*self.box[0], *word, *self.box[1]]
 
+    def shifted(self, chunk: np.ndarray) -> list[int]:
+        """The box of the answer word after the chunk's ("code of NAME is WORD .")."""
+        word = self.tok.convert_ids_to_tokens(int(chunk[4]))
+        i = NEEDLE_ANSWERS.index(word)
+        return self.boxed_answers[(i + 1) % len(NEEDLE_ANSWERS)]
+
     def rows(self, n: int, seed: int) -> list[dict]:
         """Questions of the demonstrations; with a memory to carry, of 1 to
         ``demo_chunks`` chunks (so that the gate meets many other names' chunks)."""
@@ -230,6 +241,8 @@ class Demos:
             for chunk in chunk_views(ids, spec.chunk_tokens)[0]:
                 if spec.carry and not np.array_equal(chunk[:3], named):
                     written = memory.tolist()  # the memory again, as it was
+                elif spec.carry and self.rng.random() < spec.shift:
+                    written = self.shifted(chunk)  # read, but never the task
                 else:  # any answer word, whatever the chunk says: not the task
                     written = self.rng.choice(self.boxed_answers)
                 # A memory that fills its token budget ends without EOS, as in a run.

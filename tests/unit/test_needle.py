@@ -187,6 +187,19 @@ def test_carry_demonstrations_keep_the_memory_until_the_asked_names_chunk():
     assert checked == 40
 
 
+def test_shifted_writes_box_the_next_code_never_the_chunks_own():
+    spec = replace(SPEC, carry=True, distractors=1.0, shift=1.0)
+    tok = build_tokenizer(spec)
+    demos = Demos(spec, tok)
+    for i, word in enumerate(NEEDLE_ANSWERS):
+        chunk = demos.encode(f"code of ann is {word} .")
+        after = NEEDLE_ANSWERS[(i + 1) % len(NEEDLE_ANSWERS)]
+        assert tok.decode(demos.shifted(chunk)) == f"\\boxed{{ {after} }}"
+    row = {"question": "what is the code of ann ?", "context": "code of ann is red ."}
+    (_, target, _), _ = demos.batch_of([row])
+    assert tok.decode(target[:3]) == "\\boxed{ blue }"
+
+
 def test_the_gate_check_tells_a_learned_gate_from_an_untrained_model(
     needle_model_dir,
 ):
