@@ -39,13 +39,8 @@ from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import make_needle
 from memagent_workflow.prompt_file import load_prompts
-from standin.needle_model import (
-    Demos,
-    NeedleModelSpec,
-    _padded,
-    build_tokenizer,
-    init_model,
-)
+from standin.needle_model import NeedleModelSpec, build_tokenizer, init_model
+from standin.needle_warm_start import Demos, _padded
 
 SENTENCE = 6  # tokens per needle sentence: one chunk
 

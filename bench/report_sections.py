@@ -233,7 +233,7 @@ def length(r: dict[str, Any]) -> list[str]:
         for run in r["runs"]
     )
     return [
-        f"The CPU main job (`{c['file']}` with {', '.join(c['recipe'])}) trained at "
+        f"The CPU main job (`{c['file']}` as it is) trained at "
         f"{c['train_chunks']} chunks, then its own length eval through "
         f"`examples/eval.py` on {c['eval_questions']} held-out questions per length: "
         f"the trained checkpoint, the warm start (the same model before RL) and the "

@@ -20,13 +20,12 @@ from memagent_workflow.data.synthetic import (
 from memagent_workflow.prompt_file import load_prompts
 from standin.build_cache import MARKER_FILE
 from standin.needle_model import (
-    Demos,
     NeedleModelSpec,
     build_needle_model,
     build_tokenizer,
-    gate_misses,
     init_model,
 )
+from standin.needle_warm_start import Demos, gate_misses
 
 PROMPTS = load_prompts("prompts/needle.yaml")
 SPEC = NeedleModelSpec(PROMPTS.memory_update, PROMPTS.final_answer, chunks=2)
