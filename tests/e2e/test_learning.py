@@ -12,14 +12,15 @@ trained weights reach the server. The main run ends with the job's own length
 eval (``standin.length_eval``: ``examples/eval.py`` on the last checkpoint, the
 warm start and the memory-wiped control) at 1 and 16 chunks.
 
-Seeds and margins (measured on this 2-core machine, this test's settings):
-  seed 2: held-out 0.27 0.34 0.92 1.00 1.00 1.00 (every 5 steps); trained 1.00 at
-          1 chunk and 0.98 at 16; warm start 0.22 / 0.30; memory wiped 0.25 / 0.23
-  (the single-controller main job, seed 0, 40 steps: trained 1.00 / 1.00 / 1.00 /
-  0.97 / 0.97 at 1 / 2 / 4 / 8 / 16 chunks; bench/results.md has 3 seeds to 256.)
-The trained model must reach LONG at 16 chunks and at 1 chunk (chance 0.25 +
-0.45); both control rows and the shuffled run must stay below NOT_LEARNED
-(chance + 0.20: 64 held-out questions give a standard error of 0.054 at chance).
+Seeds and margins (measured on this 2-core machine, this test's settings, seed 2):
+  held-out 0.11 0.41 0.53 0.73 0.95 0.98 (every 5 steps: the last three's mean
+  0.89); the shuffled control 0.11 0.08 0.08 0.03 0.02 0.03 (0.03); length table
+  at 1 / 16 chunks: trained 1.00 / 1.00, warm start 0.05 / 0.11, memory wiped
+  0.34 / 0.22. bench/results.md (section 8) has 3 seeds of the main job to 256.
+The run's last-three mean and the trained model at 1 and at 16 chunks must reach
+LEARNED (chance 0.25 + 0.45); the control's last-three mean and both control rows
+at every length must stay below NOT_LEARNED (chance + 0.20: 64 held-out questions
+give a standard error of 0.054 at chance).
 
 It fails if each memory turn is given the initial memory instead of the one just
 written (the trained model keeps the needle only when it sits in the last chunk:
@@ -110,6 +111,8 @@ def test_the_memory_carries_to_8x_the_training_length(runs):
     table = runs[1]
     assert table["train_chunks"] == TRAIN_CHUNKS
     assert table["chunks"] == list(LENGTHS)
+    for row in ("trained", "warm_start", "memory_wiped"):  # one accuracy per length
+        assert len(table[row]) == len(LENGTHS), (row, table)
     trained = dict(zip(table["chunks"], table["trained"], strict=True))
     assert all(trained[n] >= LEARNED for n in LENGTHS), table
 
