@@ -7,13 +7,15 @@ import urllib.request
 
 import pytest
 
+from bench.learning import config_value
 from memagent_workflow.workflow import MemAgentWorkflow
 from standin.launch import StandinServer
 from tests.e2e.launch_runs import run_one_process
 
-QUESTIONS = 16  # config_cpu.yaml: train_dataset.batch_size
-GROUP = 8  # memagent.group_size
-ROWS_PER_GROUP = 2 * GROUP  # one memory turn and the answer per episode
+QUESTIONS = config_value("train_dataset.batch_size")
+GROUP = config_value("memagent.group_size")
+# a memory turn per chunk and the answer turn, per episode
+ROWS_PER_GROUP = (config_value("standin.needle_chunks") + 1) * GROUP
 
 
 class AllTiedWorkflow(MemAgentWorkflow):
