@@ -190,6 +190,14 @@ def needle_pairs(split: str) -> list[tuple[str, str]]:
     ]
 
 
+def _balanced_answers(n: int, rng: random.Random) -> list[str]:
+    """``n`` answer words, each of ``NEEDLE_ANSWERS`` once per block of 4."""
+    words: list[str] = []
+    while len(words) < n:
+        words += rng.sample(NEEDLE_ANSWERS, len(NEEDLE_ANSWERS))
+    return words[:n]
+
+
 def make_needle(
     n: int,
     seed: int,
@@ -200,6 +208,9 @@ def make_needle(
     """``n`` needle questions of ``chunks`` sentences each; same arguments -> same rows.
 
     The asked (name, answer) pair comes from ``split`` (see ``needle_pairs``).
+    Held-out rows (``split="valid"``) ask every answer word equally often (each
+    block of 4 rows asks each once, in shuffled order), so a reply that ignores
+    the document scores chance (0.25) however skewed its guesses.
     The needle sits in a uniformly drawn sentence; the other sentences are
     filler ("NAME likes FOOD and FOOD ."), or with ``distractors`` the codes of
     other names, so that the memory must keep the code of the asked name only.
@@ -215,13 +226,18 @@ def make_needle(
         raise ValueError(f"distractors must be a bool or in [0, 1], got {distractors}")
     pairs = needle_pairs(split)
     rng = random.Random(seed)
+    asked = _balanced_answers(n, rng) if split == "valid" else None
 
     def is_distractor() -> bool:
         return share == 1 or (share > 0 and rng.random() < share)
 
     rows = []
     for i in range(n):
-        name, answer = rng.choice(pairs)
+        if asked is None:
+            name, answer = rng.choice(pairs)
+        else:
+            answer = asked[i]
+            name = rng.choice([nm for nm, code in pairs if code == answer])
         where = rng.randrange(chunks)
         others = [x for x in NEEDLE_NAMES if x != name]
         sentences = [
