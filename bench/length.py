@@ -27,6 +27,7 @@ from bench.learning import (
     wall_time_target,
 )
 from memagent_workflow.eval.length_table import plot_length_table
+from memagent_workflow.eval.results import read_timing
 
 SEEDS = (0, 1, 2)
 LENGTHS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -34,6 +35,23 @@ TRAINED_TARGET = 0.90  # at the training length
 LONG_TARGET = 0.80  # at 64x the training length and beyond
 CONTROL_MARGIN = 0.10  # warm start and memory wiped: at most chance + this
 BUDGET_S = 60 * 60
+COST_BASE = 8  # chunks: below it, each length's fixed start-up dominates its time
+COST_SPREAD = 1.5  # wall per turn at the longest length, at most this x at COST_BASE
+
+
+def ms_per_turn(timing: list[dict], lengths: tuple[int, ...]) -> list[float | None]:
+    """Eval wall time per turn (N memory turns and the answer per question) at
+    each of ``lengths`` chunks, from the eval's ``timing.jsonl`` records."""
+    by_length: dict[int, list[float]] = {}
+    for t in timing:
+        n = int(t["length"])
+        by_length.setdefault(n, []).append(
+            1000 * float(t["wall_s"]) / (int(t["samples"]) * (n + 1))
+        )
+    return [
+        sum(by_length[n]) / len(by_length[n]) if n in by_length else None
+        for n in lengths
+    ]
 
 
 def overrides(lengths: tuple[int, ...]) -> tuple[str, ...]:
@@ -82,6 +100,19 @@ def targets(tables: dict[int, dict[str, Any]], k: int, smoke: bool) -> list[dict
                 "pass": None if smoke else (worst_long or 0) >= LONG_TARGET,
             }
         )
+        costs = dict(zip(t["chunks"], t.get("ms_per_turn", []), strict=False))
+        if costs.get(COST_BASE) and costs.get(max(costs)):
+            spread = costs[max(costs)] / costs[COST_BASE]
+            out.append(
+                {
+                    "metric": f"seed {seed}: eval wall per turn, {max(costs)} vs "
+                    f"{COST_BASE} chunks",
+                    "measured": f"{costs[max(costs)]:.2f} / {costs[COST_BASE]:.2f} ms",
+                    "target": f"ratio <= {COST_SPREAD}",
+                    "ratio": spread / COST_SPREAD,
+                    "pass": None if smoke else spread <= COST_SPREAD,
+                }
+            )
         for label in ("warm_start", "memory_wiped"):
             worst = max(v for v in t[label] if v is not None)
             ceiling = CHANCE + CONTROL_MARGIN
@@ -116,6 +147,8 @@ def run(smoke: bool = False) -> dict[str, Any]:
         r = train_run(folder, model, seed, seed + 1, overrides=extra, timeout=3600)
         table_file = next((folder / "areal").rglob("length_table.json"))
         tables[seed] = json.loads(table_file.read_text())
+        timing = read_timing(table_file.parent / "length_eval" / "trained")
+        tables[seed]["ms_per_turn"] = ms_per_turn(timing, lengths)
         evals = [
             s["eval_reward"] for s in r["steps"] if s.get("eval_reward") is not None
         ]

@@ -226,7 +226,8 @@ def length(r: dict[str, Any]) -> list[str]:
         f"seed {run['seed']}: {label.replace('_', ' ')}|"
         + "|".join("-" if v is None else f"{v:.2f}" for v in run["table"][label])
         for run in r["runs"]
-        for label in ("trained", "warm_start", "memory_wiped")
+        for label in ("trained", "warm_start", "memory_wiped", "ms_per_turn")
+        if label in run["table"]
     ]
     walls = ", ".join(
         f"seed {run['seed']}: {run['wall_s'] / 60:.1f} min ({run['train_s']:.0f} s training)"
@@ -239,7 +240,10 @@ def length(r: dict[str, Any]) -> list[str]:
         f"the trained checkpoint, the warm start (the same model before RL) and the "
         f"trained checkpoint with `memagent.wipe_memory=true` (every turn given the "
         f"initial memory). Accuracy (sub-EM, one sampled episode per question); "
-        f"chance {c['chance']:.2f}. Wall time per run (training, then 3 eval rows): "
+        f"chance {c['chance']:.2f}. `ms per turn`: the trained row's eval wall time "
+        f"at N chunks over its questions x (N + 1) turns (N memory turns and the "
+        f"answer; questions run concurrently). Wall time per run (training, then 3 "
+        f"eval rows): "
         f"{walls}; total {r['total_wall_s'] / 60:.1f} min.",
         "",
         *targets(r),
