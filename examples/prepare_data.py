@@ -12,7 +12,7 @@ Each output line is ``{"id", "question", "context", "answers"}``. Sources:
     # a small deterministic two-hop dataset for CPU runs and tests
     python examples/prepare_data.py --synthetic 64 --seed 0 --output data/synthetic.jsonl
     # the needle task a tiny model learns on CPU (config_cpu.yaml): training
-    # questions, and held-out ones (question/answer pairs never trained on)
+    # questions, and held-out ones (another seed; every code asked equally often)
     python examples/prepare_data.py --synthetic 1024 --task needle --chunks 2 \
         --output data/needle_train.jsonl
     python examples/prepare_data.py --synthetic 64 --task needle --chunks 2 \
@@ -85,7 +85,7 @@ def _parser() -> argparse.ArgumentParser:
         "--split",
         choices=("train", "valid"),
         default="train",
-        help="needle: training pairs, or the held-out (name, answer) pairs",
+        help="needle: training rows, or held-out rows (every code asked equally often)",
     )
     return p
 

@@ -277,7 +277,7 @@ def ensure_synthetic_eval(config: StandinEvalConfig) -> None:
 
 def synthetic_eval_set(cfg: StandinConfig, n_samples: int, n: int) -> list[dict]:
     """``n_samples`` questions of ``eval_{n}.json``: ``n`` documents (two_hop) or
-    ``n`` chunks (needle: held-out (name, code) pairs, never trained on)."""
+    ``n`` chunks (needle: held-out documents of another seed per length)."""
     if cfg.task != "needle":
         # One seed for every length: the same question ids at each N, as the
         # official sets share their question indices.

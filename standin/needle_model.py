@@ -46,7 +46,7 @@ from standin.needle_warm_start import (
 logger = logging.getLogger("NeedleModel")
 
 # Bump when anything that changes the built files changes.
-NEEDLE_BUILD_VERSION = 3
+NEEDLE_BUILD_VERSION = 4
 
 ENDOFTEXT, IM_START, IM_END, UNKNOWN = (
     "<|endoftext|>",

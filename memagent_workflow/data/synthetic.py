@@ -172,24 +172,6 @@ def needle_words() -> list[str]:
     return list(dict.fromkeys(words))
 
 
-def needle_pairs(split: str) -> list[tuple[str, str]]:
-    """The (name, answer) pairs of a split: a quarter are kept for validation.
-
-    Pair (i, j) of ``NEEDLE_NAMES[i]`` and ``NEEDLE_ANSWERS[j]`` is held out when
-    ``(i + j) % 4 == 0``: every name and every answer occur in both splits, but
-    no validation question is a training question.
-    """
-    if split not in ("train", "valid"):
-        raise ValueError(f"split must be 'train' or 'valid', got {split!r}")
-    held_out = split == "valid"
-    return [
-        (name, answer)
-        for i, name in enumerate(NEEDLE_NAMES)
-        for j, answer in enumerate(NEEDLE_ANSWERS)
-        if ((i + j) % 4 == 0) == held_out
-    ]
-
-
 def _balanced_answers(n: int, rng: random.Random) -> list[str]:
     """``n`` answer words, each of ``NEEDLE_ANSWERS`` once per block of 4."""
     words: list[str] = []
@@ -207,10 +189,14 @@ def make_needle(
 ) -> list[dict]:
     """``n`` needle questions of ``chunks`` sentences each; same arguments -> same rows.
 
-    The asked (name, answer) pair comes from ``split`` (see ``needle_pairs``).
-    Held-out rows (``split="valid"``) ask every answer word equally often (each
-    block of 4 rows asks each once, in shuffled order), so a reply that ignores
-    the document scores chance (0.25) however skewed its guesses.
+    Every name takes every code, drawn afresh for each row, so nothing but the
+    document tells the asked name's code: ``split`` only names the rows, and
+    held-out rows (``"valid"``, drawn with other seeds) ask every code equally
+    often (each block of 4 rows asks each once, in shuffled order), so that a
+    reply that ignores the document scores chance (0.25), whatever it guesses.
+    (Holding (name, code) pairs out of training instead taught the model that,
+    say, oli's code is never green: a trained seed then answered a held-out
+    "oli is green" with one of oli's training codes.)
     The needle sits in a uniformly drawn sentence; the other sentences are
     filler ("NAME likes FOOD and FOOD ."), or with ``distractors`` the codes of
     other names, so that the memory must keep the code of the asked name only.
@@ -224,7 +210,8 @@ def make_needle(
     share = float(distractors)
     if not 0 <= share <= 1:
         raise ValueError(f"distractors must be a bool or in [0, 1], got {distractors}")
-    pairs = needle_pairs(split)
+    if split not in ("train", "valid"):
+        raise ValueError(f"split must be 'train' or 'valid', got {split!r}")
     rng = random.Random(seed)
     asked = _balanced_answers(n, rng) if split == "valid" else None
 
@@ -233,11 +220,8 @@ def make_needle(
 
     rows = []
     for i in range(n):
-        if asked is None:
-            name, answer = rng.choice(pairs)
-        else:
-            answer = asked[i]
-            name = rng.choice([nm for nm, code in pairs if code == answer])
+        name = rng.choice(NEEDLE_NAMES)
+        answer = rng.choice(NEEDLE_ANSWERS) if asked is None else asked[i]
         where = rng.randrange(chunks)
         others = [x for x in NEEDLE_NAMES if x != name]
         sentences = [

@@ -44,15 +44,17 @@ def test_the_cli_refuses_a_row_without_a_folder(tmp_path):
         main(["--out", str(tmp_path), "--row", "trained"])
 
 
-def test_a_needle_eval_set_of_n_chunks_asks_held_out_pairs_only():
+def test_a_needle_eval_set_of_n_chunks_is_held_out_and_balanced():
     cfg = StandinConfig(task="needle", needle_distractors=1.0)
     rows = synthetic_eval_set(cfg, 16, 8)
-    train = {(r["question"], r["answers"][0]) for r in make_needle(2000, 0)}
+    train = {r["context"] for r in make_needle(2000, cfg.seed, chunks=8)}
     for row in rows:
         assert row["num_docs"] == 8
         assert row["context"].count(" . ") + 1 == 8  # one sentence per chunk
         assert row["context"].count("code of") == 8  # every other one a distractor
-        assert (row["question"], row["answers"][0]) not in train
+        assert row["context"] not in train
+    answers = [row["answers"][0] for row in rows]
+    assert sorted(answers.count(code) for code in set(answers)) == [4, 4, 4, 4]
 
 
 def test_a_share_of_distractors_mixes_filler_and_codes():

@@ -13,9 +13,9 @@ from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import (
     NEEDLE_ANSWERS,
+    NEEDLE_NAMES,
     NEEDLE_SENTENCE_WORDS,
     make_needle,
-    needle_pairs,
 )
 from memagent_workflow.prompt_file import load_prompts
 from standin.build_cache import MARKER_FILE
@@ -31,18 +31,17 @@ PROMPTS = load_prompts("prompts/needle.yaml")
 SPEC = NeedleModelSpec(PROMPTS.memory_update, PROMPTS.final_answer, chunks=2)
 
 
-def test_same_arguments_same_rows_and_held_out_pairs_never_trained():
+def test_same_arguments_same_rows_and_every_name_takes_every_code():
+    """No name predicts its code: a held-out (name, code) split taught one."""
     assert make_needle(20, 3, chunks=2) == make_needle(20, 3, chunks=2)
     assert make_needle(20, 3) != make_needle(20, 4)
-    train, valid = set(needle_pairs("train")), set(needle_pairs("valid"))
-    assert not train & valid and len(valid) * 3 == len(train)
-    for rows, pairs in [
-        (make_needle(200, 0, split="train"), train),
-        (make_needle(200, 0, split="valid"), valid),
-    ]:
-        for row in rows:
-            name = row["question"].split()[-2]
-            assert (name, row["answers"][0]) in pairs
+    for split in ("train", "valid"):
+        rows = make_needle(2000, 0, split=split)
+        asked = {(r["question"].split()[-2], r["answers"][0]) for r in rows}
+        assert asked == {(n, a) for n in NEEDLE_NAMES for a in NEEDLE_ANSWERS}
+        assert all(r["id"].startswith(f"needle-{split}-") for r in rows)
+    with pytest.raises(ValueError, match="split"):
+        make_needle(1, 0, split="test")
 
 
 def test_held_out_rows_ask_every_answer_equally_often():
