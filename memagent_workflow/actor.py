@@ -10,7 +10,9 @@ instead of silently training from a mix.
 
 Its ``prepare_batch`` (and its controller's, under AReaL's single controller)
 also tells the training data's `QuestionLedger` which questions each step's
-batch holds (`memagent_workflow.recovery.batches`).
+batch holds (`memagent_workflow.recovery.batches`). And the port of its xccl
+weight-update group, which AReaL draws from ``random`` seeded by ``seed``, is
+drawn from an OS-seeded state: two runs with one seed would draw the same.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from memagent_workflow.recovery.batches import (
     MarksTrainedQuestions,
     MemAgentActorController,
 )
+from memagent_workflow.scheduler import private_random
 
 logger = logging.getLogger("MemAgentActor")
 
@@ -60,6 +63,10 @@ class MemAgentPPOActor(MarksTrainedQuestions, FSDPPPOActor):
         return MemAgentActorController(
             train_engine=cls, config=config, scheduler=scheduler
         )
+
+    def _init_weight_update_from_distributed(self, meta: Any) -> None:
+        with private_random():  # the group's master port
+            super()._init_weight_update_from_distributed(meta)
 
     def train_state(self) -> dict[str, Any]:
         """A fingerprint of the training state, the same on every rank."""

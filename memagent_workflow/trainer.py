@@ -13,9 +13,15 @@ changes for recovery:
 * servers left paused by a trainer that died in a weight update are resumed;
 * a start-up that fails after the scheduler started workers stops them.
 
+And the controllers' own ports (the rollout controller's callback server, the
+train controller's gloo group), which AReaL draws from ``random`` seeded by
+``config.seed``, are drawn from an OS-seeded state (`private_random`): two runs
+with one seed, started at once, would draw the same ones.
+
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The two private methods of `PPOTrainer`
-overridden here (``_create_dataloader``, ``_create_train_engine``) are listed,
+overridden here (``_create_dataloader``, ``_create_train_engine``,
+``_init_rollout``) are listed,
 with why, in ``tests/unit/test_areal_private.py``, which pins them.
 """
 
@@ -43,7 +49,7 @@ from memagent_workflow.recovery.ledger import (
     RolloutStalled,
 )
 from memagent_workflow.recovery.servers import servers_down_message
-from memagent_workflow.scheduler import MemAgentLocalScheduler
+from memagent_workflow.scheduler import MemAgentLocalScheduler, private_random
 from memagent_workflow.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -107,7 +113,8 @@ class MemAgentPPOTrainer(PPOTrainer):
         self, actor_config: PPOActorConfig, alloc: ModelAllocation
     ) -> Any:
         if actor_config is not self.config.actor or alloc.backend != "fsdp":
-            return super()._create_train_engine(actor_config, alloc)
+            with private_random():  # the train controller's gloo port
+                return super()._create_train_engine(actor_config, alloc)
         return self._fsdp_engine_of(actor_config, alloc)
 
     def _fsdp_engine_of(
@@ -121,8 +128,19 @@ class MemAgentPPOTrainer(PPOTrainer):
             actor = self.actor_cls(config=actor_config)
         memagent = getattr(self.config, "memagent", None)
         actor.skip_tied_groups = bool(getattr(memagent, "skip_tied_groups", False))
-        actor.create_process_group(parallel_strategy=alloc.parallel)
+        with private_random():  # the train controller's gloo port
+            actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor
+
+    def _init_rollout(self, *args: Any, **kwargs: Any) -> Any:
+        # The rollout controller draws its callback server's port from the
+        # seeded `random`: the same port in two runs with one seed.
+        with private_random():
+            return self._rollout_engine_of(*args, **kwargs)
+
+    def _rollout_engine_of(self, *args: Any, **kwargs: Any) -> Any:
+        """AReaL's rollout engine, or its controller under the single controller."""
+        return super()._init_rollout(*args, **kwargs)
 
     # ------------------------------------------------------------ recovery
     def _say_where_training_starts(self) -> None:

@@ -3,7 +3,8 @@
 AReaL 1.0.4 hard-codes its engine classes inside two private methods of
 `PPOTrainer`: ``_create_train_engine`` (``FSDPPPOActor``) and
 ``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
-which requires the sglang package). `StandinPPOTrainer` overrides both for the
+which requires the sglang package; `MemAgentPPOTrainer` runs it as
+``_rollout_engine_of``). `StandinPPOTrainer` overrides both for the
 sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
 timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
@@ -85,7 +86,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         # class: the pack-aware SDPA must be installed in its process.
         return self._fsdp_engine_of(actor_config, alloc)
 
-    def _init_rollout(
+    def _rollout_engine_of(
         self,
         rollout_config: InferenceEngineConfig,
         is_eval: bool = False,

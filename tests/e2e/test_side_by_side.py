@@ -1,6 +1,7 @@
 """Two CPU main jobs side by side, as two users (or one user's two experiments)
 start them: the README's command in two folders at the same moment, with the
-same seed (AReaL draws worker ports from `random` seeded by ``seed``).
+same seed (AReaL draws worker and controller ports, and the xccl group's, from
+`random` seeded by ``seed``).
 
 Both must finish; they also build the same not-yet-built model folder at once.
 And a worker port another program takes anyway stops the run, naming the port,

@@ -60,10 +60,12 @@ PRIVATE = (
     ),
     Private(
         f"{TRAINER}._init_rollout",
-        ("standin.trainer:StandinPPOTrainer",),
-        "AReaL names RemoteSGLangEngine here and builds SGLang's server arguments, "
-        "which import sglang; the stand-in's engine launches the stand-in instead "
-        "(the override mirrors the rest of this method)",
+        ("memagent_workflow.trainer:MemAgentPPOTrainer",),
+        "the rollout controller draws its callback port from the seeded random here, "
+        "so the override runs it in private_random; AReaL names RemoteSGLangEngine "
+        "here and builds SGLang's server arguments, which import sglang: the "
+        "stand-in's _rollout_engine_of launches the stand-in instead (it mirrors the "
+        "rest of this method)",
         "f582539f2d5e095c1306565abd8df4032e257c98d9f068dc1d812bb23b010760",
     ),
     Private(
@@ -120,6 +122,32 @@ PRIVATE = (
         "the run); the override waits until the worker registered its own port, and "
         "stops naming the port when it died",
         "fac044b6ccd4914388694eb7bcfcbe624693bce41fe40fd49f419d21828c8208",
+    ),
+    Private(
+        "areal.infra.controller.rollout_controller:RolloutController."
+        "_start_callback_server",
+        ("memagent_workflow.trainer:MemAgentPPOTrainer",),
+        "not overridden: it draws the callback server's port with find_free_ports, "
+        "from the global random seeded by config.seed, and binds it at once; "
+        "MemAgentPPOTrainer._init_rollout runs it in private_random",
+        "0df976a799ebf912d2cdcb169127543433827c691effbd856f88beccfe0ec51f",
+        overridden=False,
+    ),
+    Private(
+        "areal.infra.controller.train_controller:TrainController.create_process_group",
+        ("memagent_workflow.trainer:MemAgentPPOTrainer",),
+        "not overridden: the controller's gloo group listens on a port drawn from "
+        "the seeded random; MemAgentPPOTrainer creates the group in private_random",
+        "8c5cbe249a8c6b321ea14dc543d7c857f51265328c6794e65fc52031463a2bf2",
+        overridden=False,
+    ),
+    Private(
+        "areal.engine.fsdp_engine:FSDPEngine._init_weight_update_from_distributed",
+        ("memagent_workflow.actor:MemAgentPPOActor",),
+        "the actor draws the xccl weight-update group's master port here, from the "
+        "seeded random (the same in two runs with one seed); the override runs it "
+        "in private_random",
+        "389e436f8a85f299fd97a47da94315d46b76985e8bf1edc1777c32f600e50af6",
     ),
     Private(
         "areal.infra.remote_inf_engine:RemoteInfEngine.launch_server",

@@ -165,3 +165,78 @@ async def test_a_fork_answered_by_another_run_is_forked_again(tmp_path, monkeypa
     assert info.worker.worker_ports == ["15001"]
     assert calls == ["fork 15000", "kill eval-rollout/0", "fork 15001"]
     sched._wait_until_registered(info)  # registered: returns at once
+
+
+def test_the_controllers_ports_differ_between_runs_with_one_seed(monkeypatch):
+    """The trainer's own controllers draw ports too, with AReaL's find_free_ports
+    from the seeded `random`: the rollout controller its callback server's (in
+    ``_init_rollout``), the train controller its gloo group's (in
+    ``create_process_group``). Two runs with one seed must not draw the same."""
+    from types import SimpleNamespace
+
+    from areal import PPOTrainer
+    from areal.utils.network import find_free_ports
+
+    from memagent_workflow.trainer import MemAgentPPOTrainer
+
+    drawn: list[int] = []
+
+    def draw(*_args, **_kwargs) -> None:
+        drawn.append(find_free_ports(1)[0])
+
+    class Actor:  # an engine class: its controller creates the gloo group
+        def __init__(self, config=None):
+            pass
+
+        @classmethod
+        def as_controller(cls, config, scheduler):
+            return cls()
+
+        create_process_group = draw
+
+    monkeypatch.setattr(PPOTrainer, "_init_rollout", draw)
+    monkeypatch.setattr(PPOTrainer, "_create_train_engine", draw)
+    trainer = object.__new__(MemAgentPPOTrainer)
+    trainer.actor_cls, trainer.scheduler = Actor, None
+    trainer.config = SimpleNamespace(actor="the actor's config")
+
+    def one_run() -> tuple[list[int], float]:
+        seeding.set_random_seed(1, key="trainer0")  # as PPOTrainer.__init__
+        drawn.clear()
+        trainer._init_rollout(None)  # the rollout controller
+        trainer._create_train_engine(
+            "the actor's config", SimpleNamespace(backend="fsdp", parallel=None)
+        )  # the actor's controller
+        trainer._create_train_engine(
+            "a reference model", SimpleNamespace(backend="megatron", parallel=None)
+        )  # AReaL's engine classes
+        return list(drawn), random.random()
+
+    runs = [one_run() for _ in range(3)]
+    for position in range(3):  # three equal draws of 22767 ports: a seeded one
+        assert len({ports[position] for ports, _ in runs}) > 1, position
+    assert len({after for _, after in runs}) == 1  # training's stream untouched
+
+
+def test_the_weight_update_port_differs_between_runs_with_one_seed(monkeypatch):
+    """The actor draws its xccl group's master port with find_free_ports from
+    the seeded `random`, in ``_init_weight_update_from_distributed``."""
+    from areal.engine.fsdp_engine import FSDPEngine
+    from areal.utils.network import find_free_ports
+
+    from memagent_workflow.actor import MemAgentPPOActor
+
+    drawn: list[int] = []
+    monkeypatch.setattr(
+        FSDPEngine,
+        "_init_weight_update_from_distributed",
+        lambda self, meta: drawn.append(find_free_ports(1)[0]),
+    )
+    actor = object.__new__(MemAgentPPOActor)
+    after = set()
+    for _ in range(3):
+        seeding.set_random_seed(1, key="trainer0")
+        actor._init_weight_update_from_distributed(None)
+        after.add(random.random())
+    assert len(set(drawn)) > 1  # three equal draws of 22767 ports: a seeded one
+    assert len(after) == 1  # training's stream untouched

@@ -1,6 +1,6 @@
 """The stand-in's trainer and engine build what AReaL's would, with the stand-in inside.
 
-`StandinPPOTrainer._init_rollout` mirrors AReaL's (pinned, with the other AReaL
+`StandinPPOTrainer._rollout_engine_of` mirrors AReaL's ``_init_rollout`` (pinned, with the other AReaL
 internals the project relies on, in ``tests/unit/test_areal_private.py``).
 """
 
@@ -66,8 +66,8 @@ def test_the_override_builds_what_areal_would(monkeypatch, spmd):
         ),
     )
     config = InferenceEngineConfig(backend="sglang:d1", max_head_offpolicyness=2)
-    rollout = StandinPPOTrainer._init_rollout(trainer, config, is_eval=False)
-    evaluation = StandinPPOTrainer._init_rollout(trainer, config, is_eval=True)
+    rollout = StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=False)
+    evaluation = StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=True)
     assert rollout.config.max_head_offpolicyness == 2
     assert evaluation.config.max_head_offpolicyness == int(1e12)
     assert evaluation.config.scheduling_strategy.target == "rollout"
@@ -82,4 +82,4 @@ def test_the_override_builds_what_areal_would(monkeypatch, spmd):
     assert "server_infos" not in inits[0]
     assert inits[1]["server_infos"] == ["server 0"]
     trainer.config.valid_dataset = None  # no validation set: no eval engine
-    assert StandinPPOTrainer._init_rollout(trainer, config, is_eval=True) is None
+    assert StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=True) is None
