@@ -67,6 +67,15 @@ class StandinConfig:
             "chance; RL must redirect the read to the word itself."
         },
     )
+    needle_overwrite: float = field(
+        default=0.0,
+        metadata={
+            "help": "Carry warm start: share of its demonstrations whose memory "
+            "starts as a random code instead of the initial memory; the asked "
+            "name's chunk replaces it (a code written too early does not block "
+            "the needle). 0 to 1."
+        },
+    )
     needle_carry: bool = field(
         default=False,
         metadata={
@@ -146,6 +155,8 @@ class StandinConfig:
             raise ValueError("standin.needle_chunks must be >= 1")
         if not 0 <= self.needle_shift <= 1:
             raise ValueError("standin.needle_shift must be in [0, 1]")
+        if not 0 <= self.needle_overwrite <= 1:
+            raise ValueError("standin.needle_overwrite must be in [0, 1]")
         if not 0 <= self.needle_distractors <= 1:
             raise ValueError("standin.needle_distractors must be in [0, 1]")
         if self.length_eval and self.task != "needle":

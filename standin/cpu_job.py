@@ -90,6 +90,7 @@ def needle_spec(config: StandinGRPOConfig | StandinEvalConfig) -> NeedleModelSpe
         distractors=cfg.needle_distractors,
         carry=cfg.needle_carry,
         shift=cfg.needle_shift,
+        overwrite=cfg.needle_overwrite,
         memory_tokens=mem.max_memory_tokens,
         seed=cfg.seed,
         layers=cfg.needle_layers,

@@ -86,6 +86,13 @@ class NeedleModelSpec:
     # the warm start then reads the chunk's code, which RL can redirect, and
     # scores below chance (docs/learning.md, "Across turns").
     shift: float = 0.0
+    # Share of the carry demonstrations whose memory starts as a random box
+    # instead of the initial memory: they keep it on other names' chunks and
+    # replace it on the asked name's. A memory that wrote a code too early (on
+    # another name's chunk) then still takes the needle when it comes; without
+    # these, no demonstration shows a needle after a written code, and no model
+    # replaced one (docs/learning.md, "Across turns").
+    overwrite: float = 0.0
     # The memory is written like the answer, "\\boxed{ WORD }": 3 tokens, no EOS.
     memory_tokens: int = 3
     seed: int = 0

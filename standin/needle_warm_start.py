@@ -5,8 +5,10 @@ run's own prompt templates. A memory turn writes one answer word drawn at random
 (never chosen by what the chunk says); with ``carry``, it keeps the memory it was
 given unless the chunk is about the asked name, and a share (``shift``) of its
 writes box the word after the chunk's. The final turn boxes the memory's word.
-The model then knows the format (and, with ``carry``, when to write and where to
-read), not the task: it starts at or below chance, and only RL can teach the
+A share (``overwrite``) of the carry demonstrations start from a random box
+instead of the initial memory, so the asked name's chunk replaces a code
+already written. The model then knows the format (and, with ``carry``, when to
+write and where to read), not the task: it starts at or below chance, and only RL can teach the
 memory turn to keep the needle. ``standin.needle_model`` builds with it.
 """
 
@@ -95,6 +97,8 @@ class Demos:
         for row in rows:
             memory_t, final_t = self.prompts(row["question"])
             memory = self.initial_memory
+            if spec.carry and spec.overwrite and self.rng.random() < spec.overwrite:
+                memory = np.asarray(self.rng.choice(self.boxed_answers), np.int32)
             ids = encode_context(self.tok, row["context"])
             named = self.encode(f"code of {row['question'].split()[-2]}")
             for chunk in chunk_views(ids, spec.chunk_tokens)[0]:

@@ -197,6 +197,41 @@ def test_carry_demonstrations_keep_the_memory_until_the_asked_names_chunk():
     assert checked == 40
 
 
+def test_overwrite_demonstrations_replace_a_written_code_on_the_needle():
+    """With ``overwrite``, a demonstration may start from a random code instead of
+    the initial memory: kept on other names' chunks, replaced (by a random code)
+    on the asked name's; without it, every demonstration starts from the
+    initial memory."""
+    spec = replace(SPEC, carry=True, distractors=1.0, demo_chunks=6, overwrite=1.0)
+    tok = build_tokenizer(spec)
+    demos = Demos(spec, tok)
+    starts, replaced = set(), 0
+    for row in demos.rows(60, seed=4):
+        chunks = chunk_views(encode_context(tok, row["context"]), 6)[0]
+        asked = row["question"].split()[-2]
+        where = [tok.decode(c.tolist()).split()[2] for c in chunks].index(asked)
+        pairs = demos.batch_of([row])
+        first = pairs[0][0]  # the first memory turn's prompt holds the start
+        start = next(b for b in demos.boxed_answers if _holds(first, b))
+        starts.add(tuple(start))
+        targets = [target for _, target, final in pairs if not final]
+        assert targets[:where] == [start] * where  # kept, no EOS: a full memory
+        assert targets[where] in demos.boxed_answers
+        replaced += targets[where] != start
+        assert targets[where + 1 :] == [targets[where]] * (len(targets) - where - 1)
+    assert len(starts) == len(NEEDLE_ANSWERS)  # any code, drawn per question
+    assert replaced > 30  # the needle's write ignores the memory it replaces
+    plain = Demos(replace(spec, overwrite=0.0), tok)
+    for row in plain.rows(20, seed=4):
+        prompt = plain.batch_of([row])[0][0]
+        assert not any(_holds(prompt, b) for b in plain.boxed_answers)
+
+
+def _holds(prompt: np.ndarray, tokens: list[int]) -> bool:
+    ids, n = prompt.tolist(), len(tokens)
+    return any(ids[i : i + n] == tokens for i in range(len(ids) - n + 1))
+
+
 def test_shifted_writes_box_the_next_code_never_the_chunks_own():
     spec = replace(SPEC, carry=True, distractors=1.0, shift=1.0)
     tok = build_tokenizer(spec)
@@ -224,3 +259,12 @@ def test_the_gate_check_tells_a_learned_gate_from_an_untrained_model(
     demos = Demos(spec, tok)
     assert gate_misses(model, demos) == 0
     assert gate_misses(init_model(spec, tok).eval(), demos) > 0
+
+
+@pytest.mark.parametrize("field", ["needle_shift", "needle_overwrite"])
+@pytest.mark.parametrize("value", [-0.1, 1.5])
+def test_shares_of_the_warm_start_outside_0_to_1_are_refused(field, value):
+    from standin.config import StandinConfig
+
+    with pytest.raises(ValueError, match=f"standin.{field} must be in"):
+        StandinConfig(task="needle", **{field: value})
