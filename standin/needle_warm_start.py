@@ -8,8 +8,8 @@ writes box the word after the chunk's. The final turn boxes the memory's word.
 A share (``overwrite``) of the carry demonstrations start from a random box
 instead of the initial memory, so the asked name's chunk replaces a code
 already written. The model then knows the format (and, with ``carry``, when to
-write and where to read), not the task: it starts at or below chance, and only RL can teach the
-memory turn to keep the needle. ``standin.needle_model`` builds with it.
+write and where to read), not the task: it starts at or below chance, and only
+RL can teach the memory turn to keep the needle. ``standin.needle_model`` builds with it.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ class Demos:
         for row in rows:
             memory_t, final_t = self.prompts(row["question"])
             memory = self.initial_memory
+            # No draw when overwrite is 0: builds without it keep their demonstrations.
             if spec.carry and spec.overwrite and self.rng.random() < spec.overwrite:
                 memory = np.asarray(self.rng.choice(self.boxed_answers), np.int32)
             ids = encode_context(self.tok, row["context"])

@@ -29,9 +29,8 @@ give a standard error of 0.054 at chance).
 It fails if each memory turn is given the initial memory instead of the one just
 written (its trained model reads only the last chunk: 0.25 at 16 chunks; held-out
 last three 0.65), if the last chunk is skipped (rows 256 of 384; 0.17 at 1
-chunk; held-out 0.47), if
-the advantage's sign is flipped, if only the final turn is trained, or if the
-server keeps serving the initial weights (closing notes of issues 10 and 18).
+chunk; held-out 0.47), if the advantage's sign is flipped, if only the final
+turn is trained, or if the server keeps serving the initial weights (closing notes of issues 10 and 18).
 """
 
 import json

@@ -1,7 +1,8 @@
 """The stand-in's trainer and engine build what AReaL's would, with the stand-in inside.
 
-`StandinPPOTrainer._rollout_engine_of` mirrors AReaL's ``_init_rollout`` (pinned, with the other AReaL
-internals the project relies on, in ``tests/unit/test_areal_private.py``).
+`StandinPPOTrainer._rollout_engine_of` mirrors AReaL's ``_init_rollout`` (pinned,
+with the other AReaL internals the project relies on, in
+``tests/unit/test_areal_private.py``).
 """
 
 from __future__ import annotations
