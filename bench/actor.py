@@ -34,7 +34,7 @@ from bench.learning import (
     summarise,
     train_run,
 )
-from memagent_workflow.curve import read_steps
+from memagent_workflow.trainer.curve import read_steps
 
 SEEDS = (0, 1, 2)
 TIMED = "run.trainer=bench.actor_run.CpuTimedTrainer"  # CPU-timed passes

@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from memagent_workflow.curve import first_step_at, plot_curves, read_steps
 from memagent_workflow.data.synthetic import NEEDLE_ANSWERS
+from memagent_workflow.trainer.curve import first_step_at, plot_curves, read_steps
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG = REPO / "config_cpu.yaml"

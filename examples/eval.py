@@ -41,7 +41,7 @@ from memagent_workflow.eval.checks import (
 from memagent_workflow.eval.config import RULER_HQA, MemAgentEvalConfig
 from memagent_workflow.eval.engine import inference_of, open_engine
 from memagent_workflow.eval.targets import Target
-from memagent_workflow.paths import make_shared_folders, resolve_paths
+from memagent_workflow.infra.paths import make_shared_folders, resolve_paths
 from memagent_workflow.prompt_file import load_prompts
 
 logger = logging.getLogger("MemAgentEval")

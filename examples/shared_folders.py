@@ -26,7 +26,7 @@ from areal.api.cli_args import (
     to_structured_cfg,
 )
 
-from memagent_workflow.paths import make_shared_folders
+from memagent_workflow.infra.paths import make_shared_folders
 
 
 def main(argv: list[str]) -> list[str]:

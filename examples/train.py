@@ -27,10 +27,10 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
-from memagent_workflow.paths import make_shared_folders, resolve_paths
-from memagent_workflow.ray_cluster import ray_for
-from memagent_workflow.terminal import quiet_terminal
-from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.infra.paths import make_shared_folders, resolve_paths
+from memagent_workflow.infra.ray_cluster import ray_for
+from memagent_workflow.infra.terminal import quiet_terminal
+from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentTrain")

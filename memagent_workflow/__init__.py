@@ -1,7 +1,22 @@
-"""MemAgent on AReaL: what a GPU run imports.
+"""MemAgent on AReaL: what a GPU run imports. The map:
 
-The algorithm sits at the top: ``workflow`` (the episode loop, read top-down),
-``prompts``, ``chunking``, ``context``, ``reward``, ``advantage``, ``rows`` and
-``config``. ``data/`` holds the row schema and data preparation, ``eval/`` the
-RULER-HQA evaluation. The CPU stand-in for SGLang lives outside this package.
+The algorithm, at the top, read in this order:
+    workflow        the episode loop: chunk by chunk, memory overwritten, the answer
+    config          the ``memagent:`` section on AReaL's GRPOConfig
+    chunking, context   the document cut into chunks; what a turn's prompt may hold
+    prompts, prompt_file    the built-in wording and a user's prompts file
+    episode, rows, advantage    one episode's turns, their training rows, GRPO
+    reward          the training rewards (by name or import string)
+    engine_calls, metrics   a model call that survives a server restart; turn stats
+
+Around it, each a folder:
+    trainer/        AReaL trainer extensions (PPO trainer, actor, step report)
+    recovery/       surviving crashes and server outages (ledger, checkpoints)
+    infra/          process plumbing (ports, scheduler, Ray, shared folders, terminal)
+    data/           the row schema and data preparation
+    eval/           RULER-HQA and RULER evaluation, its scoring and reports
+    preflight/      checks of a GPU launch before it starts
+    areal_private.py    the AReaL internals relied on, pinned: an upgrade's cost
+
+The CPU stand-in for SGLang (``standin/``) lives outside this package.
 """

@@ -165,7 +165,7 @@ class RunConfig:
         },
     )
     trainer: str = field(
-        default="memagent_workflow.trainer.MemAgentPPOTrainer",
+        default="memagent_workflow.trainer.ppo_trainer.MemAgentPPOTrainer",
         metadata={"help": "PPO trainer class (a MemAgentPPOTrainer)."},
     )
     job: str | None = field(

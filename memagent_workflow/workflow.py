@@ -34,7 +34,7 @@ from memagent_workflow.prompts import PromptTexts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
 from memagent_workflow.rows import Turn, pad_rows
-from memagent_workflow.tied_groups import TIED_KEY, tied_flags
+from memagent_workflow.trainer.tied_groups import TIED_KEY, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 

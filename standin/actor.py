@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from areal.api.cli_args import PPOActorConfig
 
-from memagent_workflow.actor import MemAgentPPOActor
+from memagent_workflow.trainer.actor import MemAgentPPOActor
 from standin.packed_sdpa import install_packed_sdpa
 
 

@@ -221,7 +221,7 @@ def local_ray(num_cpus: int) -> Iterator[None]:
     """A Ray instance on this machine for the run, stopped afterwards.
 
     On a cluster, ``ray start`` runs on every node instead and the entry
-    scripts connect to it (``memagent_workflow.ray_cluster``).
+    scripts connect to it (``memagent_workflow.infra.ray_cluster``).
     """
     import ray
 

@@ -10,7 +10,7 @@ timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
 validation set it starts no eval-rollout worker (AReaL would start one and
 never use it). These overrides, and what they rely on, are listed and pinned
-in ``tests/unit/test_areal_private.py``: an AReaL upgrade that changes them
+in ``memagent_workflow/areal_private.py``: an AReaL upgrade that changes them
 fails there first.
 """
 
@@ -30,8 +30,8 @@ from areal.api.cli_args import (
 from areal.infra import RayScheduler
 from areal.utils.environ import is_single_controller
 
-from memagent_workflow.scheduler import MemAgentLocalScheduler
-from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
+from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
 from standin.backend import StandinSGLangEngine
 from standin.config import StandinGRPOConfig
@@ -67,7 +67,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
     def _init_scheduler(self) -> Scheduler:
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
         # on a loaded 2-core machine; the rest is the product's choice of
-        # scheduler (ports unique per run, see memagent_workflow.scheduler).
+        # scheduler (ports unique per run, see memagent_workflow.infra.scheduler).
         kinds = {"local": MemAgentLocalScheduler, "ray": RayScheduler}
         if self.config.scheduler.type not in kinds:
             return super()._init_scheduler()

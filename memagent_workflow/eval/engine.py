@@ -17,7 +17,7 @@ from areal.utils.dynamic_import import import_from_string
 
 from memagent_workflow.eval.checks import EvalRefused
 from memagent_workflow.eval.config import MemAgentEvalConfig
-from memagent_workflow.ray_cluster import ray_for
+from memagent_workflow.infra.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 

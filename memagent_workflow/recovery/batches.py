@@ -18,7 +18,7 @@ from areal.utils.environ import is_single_controller
 
 from memagent_workflow.recovery.ledger import INDEX_KEY, QuestionLedger, RolloutStalled
 from memagent_workflow.recovery.ledger_sync import mark_step
-from memagent_workflow.tied_groups import drop_tied_groups
+from memagent_workflow.trainer.tied_groups import drop_tied_groups
 
 
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:

@@ -32,7 +32,7 @@ from pathlib import Path
 import psutil
 
 from bench.learning import NO_LENGTH_EVAL
-from memagent_workflow.terminal import CONSOLE_LOG
+from memagent_workflow.infra.terminal import CONSOLE_LOG
 from standin.backend import EXTRA_ARGS_ENV
 from standin.launch import StandinServer
 

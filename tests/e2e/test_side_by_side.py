@@ -16,7 +16,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from memagent_workflow.terminal import CONSOLE_LOG
+from memagent_workflow.infra.terminal import CONSOLE_LOG
 from standin.build_cache import MARKER_FILE
 from tests.e2e.launch_runs import Launched, fresh_clone, train_cmd
 
@@ -27,7 +27,7 @@ LAUNCH = ("scheduler.type=local",)
 # How long a run may take to stop once its worker's port is taken: the worker
 # imports torch and AReaL before it tries to bind (seconds to a minute on a
 # loaded 2-core machine), then dies; the scheduler notices within 0.2 s.
-# memagent_workflow.scheduler.MIN_START_TIMEOUT_S bounds a worker that hangs.
+# memagent_workflow.infra.scheduler.MIN_START_TIMEOUT_S bounds a worker that hangs.
 STOP_BOUND_S = 300
 
 

@@ -24,7 +24,7 @@ import pytest
 from transformers import AutoModelForCausalLM
 
 from examples.train import load_config
-from memagent_workflow.terminal import CONSOLE_LOG
+from memagent_workflow.infra.terminal import CONSOLE_LOG
 from tests.e2e.launch_runs import (
     LAUNCHES,
     Launched,

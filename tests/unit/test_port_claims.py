@@ -1,5 +1,5 @@
 """Ports one run allocated are not handed to another before they are bound
-(memagent_workflow.port_claims and MemAgentLocalScheduler._allocate_ports)."""
+(memagent_workflow.infra.port_claims and MemAgentLocalScheduler._allocate_ports)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 import pytest
 from areal.infra.scheduler import local as areal_local
 
-from memagent_workflow import port_claims
-from memagent_workflow.scheduler import MemAgentLocalScheduler
+from memagent_workflow.infra import port_claims
+from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The step line's proximal approximation errors, from AReaL's metrics-mode stats."""
 
-from memagent_workflow.prox_approx import approx_errors
-from memagent_workflow.step_report import step_line
+from memagent_workflow.trainer.prox_approx import approx_errors
+from memagent_workflow.trainer.step_report import step_line
 
 P = "ppo_actor/update/compute_logp/"
 

@@ -3,7 +3,7 @@
 import pytest
 import ray
 
-from memagent_workflow.ray_cluster import ray_for
+from memagent_workflow.infra.ray_cluster import ray_for
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 
 from examples.eval import load_config as load_eval_config
 from examples.train import load_config
-from memagent_workflow.paths import (
+from memagent_workflow.infra.paths import (
     make_shared_folders,
     resolve_model_path,
     resolve_paths,

@@ -20,7 +20,7 @@ from memagent_workflow.config import (
 )
 from memagent_workflow.eval.config import EvalRunConfig, MemAgentEvalConfig
 from memagent_workflow.eval.engine import ClusterInference
-from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,5 +1,5 @@
 """Ports unique per run, training's randomness untouched, a bounded worker start
-(memagent_workflow.scheduler)."""
+(memagent_workflow.infra.scheduler)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from areal.infra.scheduler.local import WorkerInfo
 from areal.infra.utils.proc import run_with_streaming_logs
 from areal.utils import name_resolve, names, seeding
 
-from memagent_workflow.scheduler import (
+from memagent_workflow.infra.scheduler import (
     MemAgentLocalScheduler,
     WorkerPortError,
     private_random,
@@ -177,7 +177,7 @@ def test_the_controllers_ports_differ_between_runs_with_one_seed(monkeypatch):
     from areal import PPOTrainer
     from areal.utils.network import find_free_ports
 
-    from memagent_workflow.trainer import MemAgentPPOTrainer
+    from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 
     drawn: list[int] = []
 
@@ -224,7 +224,7 @@ def test_the_weight_update_port_differs_between_runs_with_one_seed(monkeypatch):
     from areal.engine.fsdp_engine import FSDPEngine
     from areal.utils.network import find_free_ports
 
-    from memagent_workflow.actor import MemAgentPPOActor
+    from memagent_workflow.trainer.actor import MemAgentPPOActor
 
     drawn: list[int] = []
     monkeypatch.setattr(

@@ -2,7 +2,7 @@
 
 `StandinPPOTrainer._rollout_engine_of` mirrors AReaL's ``_init_rollout`` (pinned,
 with the other AReaL internals the project relies on, in
-``tests/unit/test_areal_private.py``).
+``memagent_workflow/areal_private.py``).
 """
 
 from __future__ import annotations

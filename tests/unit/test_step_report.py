@@ -12,7 +12,7 @@ from areal.api.cli_args import (
 )
 from areal.utils.stats_logger import StatsLogger
 
-from memagent_workflow.step_report import StepReport, format_line, step_line
+from memagent_workflow.trainer.step_report import StepReport, format_line, step_line
 
 STATS = {
     "rollout/memagent/reward": 0.5,

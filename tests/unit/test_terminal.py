@@ -7,7 +7,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from memagent_workflow.terminal import CONSOLE_LOG, Screen
+from memagent_workflow.infra.terminal import CONSOLE_LOG, Screen
 
 ROOT = Path(__file__).resolve().parents[2]
 AREAL = "\x1b[37m\x1b[1;38;2;180;140;80m(AReaL)\x1b[0m \x1b[37m20261124-05:03:20.424"
@@ -62,7 +62,7 @@ def test_a_run_shows_little_and_keeps_everything(tmp_path):
     script = textwrap.dedent(f"""
         import subprocess, sys
         from areal.utils import logging
-        from memagent_workflow.terminal import quiet_terminal
+        from memagent_workflow.infra.terminal import quiet_terminal
         with quiet_terminal({str(tmp_path)!r}):
             logging.getLogger("StatsLogger").info("Stats (1/1):\\n│ a │ 1 │")
             logging.getLogger("MemAgentTrainer").info("step 1: reward 0.5")

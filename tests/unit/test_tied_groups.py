@@ -12,8 +12,8 @@ from areal.utils.dataloader import create_dataloader
 
 from memagent_workflow.recovery.batches import MarksTrainedQuestions
 from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
-from memagent_workflow.step_report import StepReport, step_line
-from memagent_workflow.tied_groups import (
+from memagent_workflow.trainer.step_report import StepReport, step_line
+from memagent_workflow.trainer.tied_groups import (
     TIED_KEY,
     drop_tied_groups,
     split_tied,
@@ -150,7 +150,8 @@ def test_skipped_groups_leave_the_actor_batch_but_their_questions_count_as_train
 def test_the_counts_land_in_steps_jsonl_and_the_step_line(tmp_path, monkeypatch):
     logged = []
     monkeypatch.setattr(
-        "memagent_workflow.step_report.logger", SimpleNamespace(info=logged.append)
+        "memagent_workflow.trainer.step_report.logger",
+        SimpleNamespace(info=logged.append),
     )
     report = StepReport.take_over(areal_logger(tmp_path), title="exp/t0")
     stats_tracker.export_all(reset=True)

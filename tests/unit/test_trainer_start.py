@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 from areal.api.cli_args import RecoverConfig
 
-from memagent_workflow.trainer import MemAgentPPOTrainer
+from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 
 
 class Scheduler:

@@ -20,10 +20,10 @@ from areal.utils import logging
 from areal.utils.stats_logger import StatsLogger
 from tqdm import tqdm
 
-from memagent_workflow.curve import plot_curves, read_steps
-from memagent_workflow.prox_approx import approx_errors
-from memagent_workflow.terminal import console
-from memagent_workflow.tied_groups import step_counts
+from memagent_workflow.infra.terminal import console
+from memagent_workflow.trainer.curve import plot_curves, read_steps
+from memagent_workflow.trainer.prox_approx import approx_errors
+from memagent_workflow.trainer.tied_groups import step_counts
 
 logger = logging.getLogger("MemAgentTrainer")
 

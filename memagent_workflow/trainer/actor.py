@@ -29,11 +29,11 @@ from areal.api.cli_args import PPOActorConfig
 from areal.engine import FSDPPPOActor
 from areal.utils import logging
 
+from memagent_workflow.infra.scheduler import private_random
 from memagent_workflow.recovery.batches import (
     MarksTrainedQuestions,
     MemAgentActorController,
 )
-from memagent_workflow.scheduler import private_random
 
 logger = logging.getLogger("MemAgentActor")
 

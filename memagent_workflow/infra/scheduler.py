@@ -35,7 +35,7 @@ from areal.infra import LocalScheduler
 from areal.infra.scheduler.exceptions import PortAllocationError, WorkerCreationError
 from areal.utils import logging, name_resolve, names
 
-from memagent_workflow import port_claims
+from memagent_workflow.infra import port_claims
 
 logger = logging.getLogger("MemAgentScheduler")
 

@@ -22,7 +22,7 @@ Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The two private methods of `PPOTrainer`
 overridden here (``_create_dataloader``, ``_create_train_engine``,
 ``_init_rollout``) are listed,
-with why, in ``tests/unit/test_areal_private.py``, which pins them.
+with why, in ``memagent_workflow/areal_private.py``, which pins them.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
-from memagent_workflow.actor import MemAgentPPOActor
+from memagent_workflow.infra.scheduler import MemAgentLocalScheduler, private_random
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
@@ -49,8 +49,8 @@ from memagent_workflow.recovery.ledger import (
     RolloutStalled,
 )
 from memagent_workflow.recovery.servers import servers_down_message
-from memagent_workflow.scheduler import MemAgentLocalScheduler, private_random
-from memagent_workflow.step_report import StepReport
+from memagent_workflow.trainer.actor import MemAgentPPOActor
+from memagent_workflow.trainer.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
 

@@ -1,0 +1,213 @@
+"""The AReaL 1.0.4 internals the project cannot do without, each with why: the one list.
+
+This file is the cost of an AReaL upgrade. Everything else the project uses of
+AReaL is public (subclasses of its trainer, actor, controllers, stats logger,
+recover handler and engines, used through their public methods). What is below
+is private, or public code whose inner order an override relies on; each entry
+is pinned by the sha256 of its source (stripped lines), and
+``tests/unit/test_areal_private.py`` fails on the first one an upgrade changes.
+When a pin fails: re-read the AReaL code named, bring the project's code (the
+``users``) in line with it, then update the digest here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import inspect
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Private:
+    name: str  # module:qualified name
+    users: tuple[str, ...]  # module:class of the project that overrides or relies on it
+    why: str
+    sha256: str
+    overridden: bool = True  # False: relied on as it is
+
+    def code(self):
+        return load(self.name)
+
+
+TRAINER = "areal.trainer.rl_trainer:PPOTrainer"
+
+PRIVATE = (
+    Private(
+        f"{TRAINER}._create_dataloader",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "the train loader must be a QuestionLedger before PPOTrainer.__init__ "
+        "restores the loader's state from a recover checkpoint, and AReaL builds "
+        "the loader only here",
+        "07a17965656878e407d322a7cada7c67581ebd958537ee152e8d490c4df42ca6",
+    ),
+    Private(
+        f"{TRAINER}._create_train_engine",
+        (
+            "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
+            "standin.trainer:StandinPPOTrainer",
+        ),
+        "AReaL names FSDPPPOActor here; the actor must be MemAgentPPOActor (its LR "
+        "schedule in recover checkpoints, its batches marked in the ledger), on CPU "
+        "StandinPPOActor",
+        "0866b13d5da89e32be696a8e5ed529d3992e4a601855a6b2e8767ea487a4517b",
+    ),
+    Private(
+        f"{TRAINER}._init_rollout",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "the rollout controller draws its callback port from the seeded random here, "
+        "so the override runs it in private_random; AReaL names RemoteSGLangEngine "
+        "here and builds SGLang's server arguments, which import sglang: the "
+        "stand-in's _rollout_engine_of launches the stand-in instead (it mirrors the "
+        "rest of this method)",
+        "f582539f2d5e095c1306565abd8df4032e257c98d9f068dc1d812bb23b010760",
+    ),
+    Private(
+        f"{TRAINER}._init_scheduler",
+        (
+            "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
+            "standin.trainer:StandinPPOTrainer",
+        ),
+        "AReaL builds its scheduler here: scheduler.type=local gets "
+        "MemAgentLocalScheduler (ports unique per run, a bounded worker start), "
+        "and on CPU a longer start-up timeout (standin.startup_timeout)",
+        "d5d80a1cba3e21048f6182a0d0d8cc2ccc092289066af18d47851cbef77451a1",
+    ),
+    Private(
+        f"{TRAINER}.__init__",
+        (
+            "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
+            "standin.trainer:StandinPPOTrainer",
+        ),
+        "the overrides above read attributes __init__ sets before calling them "
+        "(scheduler, allocations, actor, rollout), and the stats logger and recover "
+        "handler that MemAgentPPOTrainer takes over after it",
+        "8bd23d69093c02dfb736e916452fcfbdd2213f2c6a74e38c33cdd6ba27e3b3b8",
+        overridden=False,
+    ),
+    Private(
+        f"{TRAINER}._export_and_commit_stats",
+        ("memagent_workflow.trainer.step_report:StepReport",),
+        "not overridden: StepReport reads each step's stats from the one dict "
+        "(actor, rollout and eval-rollout stats) this passes to stats_logger.commit",
+        "3b6579c849e63f1520bb9caf9f36a5ecf95f4557f631a017a18d348912e2e8fd",
+        overridden=False,
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._allocate_ports",
+        ("memagent_workflow.infra.scheduler:MemAgentLocalScheduler",),
+        "AReaL draws worker ports from the global random state seeded by "
+        "config.seed, so two runs with one seed collide; the override draws from an "
+        "OS-seeded state, leaves training's stream untouched, and claims the ports "
+        "machine-wide (port_claims) until its process exits",
+        "33ef052262f8e6a1fc00fe207900a5b1606bca64a95cee1db929c73192f2e26e",
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._fork_single_worker",
+        ("memagent_workflow.infra.scheduler:MemAgentLocalScheduler",),
+        "a forked worker (eval-rollout) picks its port from its parent's seeded "
+        "stream; a reply from another run's worker is retried on a new fork",
+        "01910ceb059cd177c9aecfc181d5b1aeb780f30f65204ca8f0002ce5632f0c18",
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._configure_worker",
+        ("memagent_workflow.infra.scheduler:MemAgentLocalScheduler",),
+        "AReaL waits for the worker's /health with no deadline (a taken port hangs "
+        "the run); the override waits until the worker registered its own port, and "
+        "stops naming the port when it died",
+        "fac044b6ccd4914388694eb7bcfcbe624693bce41fe40fd49f419d21828c8208",
+    ),
+    Private(
+        "areal.infra.controller.rollout_controller:RolloutController."
+        "_start_callback_server",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "not overridden: it draws the callback server's port with find_free_ports, "
+        "from the global random seeded by config.seed, and binds it at once; "
+        "MemAgentPPOTrainer._init_rollout runs it in private_random",
+        "0df976a799ebf912d2cdcb169127543433827c691effbd856f88beccfe0ec51f",
+        overridden=False,
+    ),
+    Private(
+        "areal.infra.controller.train_controller:TrainController.create_process_group",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "not overridden: the controller's gloo group listens on a port drawn from "
+        "the seeded random; MemAgentPPOTrainer creates the group in private_random",
+        "8c5cbe249a8c6b321ea14dc543d7c857f51265328c6794e65fc52031463a2bf2",
+        overridden=False,
+    ),
+    Private(
+        "areal.engine.fsdp_engine:FSDPEngine._init_weight_update_from_distributed",
+        ("memagent_workflow.trainer.actor:MemAgentPPOActor",),
+        "the actor draws the xccl weight-update group's master port here, from the "
+        "seeded random (the same in two runs with one seed); the override runs it "
+        "in private_random",
+        "389e436f8a85f299fd97a47da94315d46b76985e8bf1edc1777c32f600e50af6",
+    ),
+    Private(
+        "areal.infra.remote_inf_engine:RemoteInfEngine.launch_server",
+        ("standin.backend:StandinBackend",),
+        "not overridden: the stand-in binds a port the OS picks and StandinBackend "
+        "writes it back into server_args, so AReaL must read the port only after "
+        "self.backend.launch_server(server_args)",
+        "9604e72fb4502305d7039e1cc8bb8c8fa24aa6290f8e4e5c7b85de2637d962d5",
+        overridden=False,
+    ),
+    Private(
+        "areal.utils.recover:RecoverHandler._save_checkpoint",
+        ("memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",),
+        "called once AReaL has decided to write a recover checkpoint and before it "
+        "writes: the only point where the previous checkpoint can be set aside",
+        "e469e1f2b64512df5225dea1d9ac30e327b6230fa11930dd66663b3ebb197353",
+    ),
+    Private(
+        "areal.engine.sglang_remote:RemoteSGLangEngine.__init__",
+        ("standin.backend:StandinSGLangEngine",),
+        "the backend that launches servers is fixed here, in the private _engine; "
+        "the stand-in's engine replaces _engine with one whose backend launches "
+        "the stand-in",
+        "c4a98f7ba2ecd37092aabf0bed891717f67d34b71de3a588a5097aa505bf2d63",
+    ),
+    Private(
+        "areal.engine.fsdp_engine:FSDPEngine._update_weights_from_distributed",
+        ("standin.trainer:StandinPPOTrainer",),
+        "reads the xccl bucket size from the WeightUpdateMeta at every update, so "
+        "standin.xccl_bucket_mb set on the trainer's meta takes effect",
+        "a0e9c350f1ec23accd2d01ea9a76049ff3f9ab404e47017b18b814cacf180be8",
+        overridden=False,
+    ),
+)
+
+# Every project class derived from AReaL: an override of a private method of
+# theirs must be listed above.
+SUBCLASSES = (
+    "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
+    "memagent_workflow.trainer.actor:MemAgentPPOActor",
+    "memagent_workflow.recovery.batches:MemAgentActorController",
+    "memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",
+    "memagent_workflow.trainer.step_report:StepReport",
+    "memagent_workflow.infra.scheduler:MemAgentLocalScheduler",
+    "standin.trainer:StandinPPOTrainer",
+    "standin.actor:StandinPPOActor",
+    "standin.backend:StandinSGLangEngine",
+    "standin.backend:StandinBackend",
+)
+
+
+def load(path: str):
+    """The object a ``module:qualified.name`` path names."""
+    module, qualname = path.split(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def digest(fn) -> str:
+    """sha256 of ``fn``'s source, blank lines dropped and each line stripped."""
+    lines = [line.strip() for line in inspect.getsource(fn).splitlines()]
+    return hashlib.sha256("\n".join(x for x in lines if x).encode()).hexdigest()
+
+
+def changed() -> list[Private]:
+    """The entries whose AReaL code no longer matches its pin."""
+    return [p for p in PRIVATE if digest(p.code()) != p.sha256]
