@@ -37,8 +37,8 @@ from bench.learning import (
 from memagent_workflow.trainer.curve import read_steps
 
 SEEDS = (0, 1, 2)
-TIMED = "run.trainer=bench.actor_run.CpuTimedTrainer"  # CPU-timed passes
-COMMON = ("scheduler.type=null", TIMED)  # one process: CPU time is measurable
+ENTRY = ("-m", "bench.actor_run")  # the CPU main job with CPU-timed passes
+COMMON = ("scheduler.type=null",)  # one process: CPU time is measurable
 CONFIGS = {
     "baseline": (),
     "skip_tied": ("memagent.skip_tied_groups=true",),
@@ -249,7 +249,7 @@ def run(smoke: bool = False) -> dict[str, Any]:
             try:
                 run = train_run(
                     folder, models[seed], seed, trainer_seed=seed + 1,
-                    overrides=extra, timeout=1200,
+                    overrides=extra, timeout=1200, entry=ENTRY,
                 )  # fmt: skip
                 break
             except RuntimeError as exc:

@@ -1,7 +1,8 @@
-"""The CPU run's trainer with the actor's passes also timed in CPU seconds.
+"""The CPU run with the actor's passes also timed in CPU seconds.
 
-    uv run python examples/train.py --config config_cpu.yaml scheduler.type=null \\
-        run.trainer=bench.actor_run.CpuTimedTrainer …
+    uv run python -m bench.actor_run --config config_cpu.yaml scheduler.type=null …
+
+(``python -m standin.train`` with `CpuTimedTrainer` as its trainer.)
 
 AReaL's ``timeperf/*`` stats are wall seconds, which other work on a shared
 machine inflates. In a one-process (SPMD) CPU run the actor computes on the
@@ -13,6 +14,7 @@ carries both in ``timing_s``. Used by benchmark 7 (``bench/actor.py``).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +22,7 @@ from typing import Any
 
 from areal.utils import stats_tracker
 
+from standin import train
 from standin.actor import StandinPPOActor
 from standin.trainer import StandinPPOTrainer
 
@@ -47,6 +50,13 @@ class CpuTimedActor(StandinPPOActor):
 
 
 class CpuTimedTrainer(StandinPPOTrainer):
-    """The CPU run's trainer with `CpuTimedActor` (``run.trainer`` names it)."""
+    """The CPU run's trainer with `CpuTimedActor`."""
 
     actor_cls: type = CpuTimedActor
+
+
+if __name__ == "__main__":
+    # by its module's name, so that a worker process can import it
+    from bench.actor_run import CpuTimedTrainer as Timed
+
+    train.main(sys.argv[1:], trainer_cls=Timed)

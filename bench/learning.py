@@ -1,6 +1,6 @@
 """Benchmark 6: GRPO through the real stack teaches the needle task; controls do not.
 
-Each run is the CPU main job (``examples/train.py --config config_cpu.yaml``):
+Each run is the CPU main job (``python -m standin.train --config config_cpu.yaml``):
 AReaL's single controller, PPOTrainer, ``MemAgentWorkflow``, the stand-in server
 and a weight update every step, on the needle task with the warm-started
 word-level model. Three seeds of it, and two controls on seed 0's model:
@@ -74,8 +74,8 @@ def config_value(dotted: str, path: Path = CONFIG) -> Any:
 def build_model(model_dir: Path, seed: int, overrides: tuple[str, ...] = ()) -> Path:
     """The warm-started needle model of ``seed``, as the CPU job builds it
     (``overrides``: config keys, e.g. another task)."""
-    from examples.train import load_config
     from standin.cpu_job import build_model as build
+    from standin.train import load_config
 
     argv = ["--config", str(CONFIG), f"standin.seed={seed}", f"actor.path={model_dir}"]
     build(load_config([*argv, *overrides]))
@@ -90,20 +90,19 @@ def train_run(
     workflow: str | None = None,
     overrides: tuple[str, ...] = (),
     timeout: float = 900,
+    entry: tuple[str, ...] = ("-m", "standin.train"),
 ) -> dict[str, Any]:
     """One CPU main-job run in ``out``; returns its step lines and wall time.
 
     ``seed`` seeds the data (``standin.seed``; the model in ``model_dir`` must be
     built with it), ``trainer_seed`` AReaL and the server's sampling; runs at the
     same time need different ``trainer_seed`` (AReaL draws ports from it).
-    ``workflow``: another training workflow (``bench.learning_run``).
+    ``workflow``: another training workflow (``bench.learning_run``);
+    ``entry``: the interpreter's arguments before ``--config`` otherwise.
     """
     out.mkdir(parents=True, exist_ok=True)
-    entry = (
-        ["-m", "bench.learning_run", "--workflow", workflow]
-        if workflow
-        else ["examples/train.py"]
-    )
+    if workflow:
+        entry = ("-m", "bench.learning_run", "--workflow", workflow)
     cmd = [
         sys.executable, *entry, "--config", str(CONFIG),
         f"seed={trainer_seed}", f"standin.seed={seed}", f"actor.path={model_dir}",

@@ -1,4 +1,5 @@
-"""``examples/train.py`` with another training workflow (the learning controls).
+"""The CPU main job (``python -m standin.train``) with another training workflow
+(the learning controls).
 
     uv run python -m bench.learning_run \\
         --workflow bench.controls.ShuffledMemoryAdvantageWorkflow \\
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from examples import train
+from standin import train
 
 
 def main(argv: list[str]) -> None:

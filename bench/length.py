@@ -1,6 +1,6 @@
 """Benchmark 7: trained on 2-chunk documents, read at 1 to 256 chunks.
 
-Each run is the CPU main job as it is (``examples/train.py --config
+Each run is the CPU main job as it is (``python -m standin.train --config
 config_cpu.yaml``: AReaL's single controller, the stand-in, GRPO on needle
 questions of ``standin.needle_chunks`` chunks), whose end-of-run length eval
 (``standin.length_eval``, through ``examples/eval.py``, with the memory-wiped

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import make_needle
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 from standin.needle_model import NeedleModelSpec, build_tokenizer, init_model
 from standin.needle_warm_start import Demos, _padded
 

@@ -6,8 +6,9 @@ AReaL launches SGLang (single controller; the model is ``actor.path``):
 Servers already running (one ``host:port`` per server):
     AREAL_LLM_SERVER_ADDRS=10.0.0.1:30000,10.0.0.2:30000 \\
         python3 examples/eval.py --config config_eval.yaml actor.path=CKPT_DIR
-CPU stand-in with a tiny random model (a smoke run, not a result):
-    uv run python examples/eval.py --config config_eval_cpu.yaml \\
+CPU stand-in with a tiny random model (a smoke run, not a result; its own entry
+calls `main` with its inference):
+    uv run python -m standin.eval --config config_eval_cpu.yaml \\
         eval.data_root=DIR eval.lengths=[50] eval.output_dir=OUT
 
 Writes ``length_{N}.jsonl`` (one line per finished sample, appended and fsync'ed),
@@ -26,7 +27,7 @@ from typing import Any
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import load_run_config
+from memagent_workflow.config import parse_config
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets, targets
 from memagent_workflow.eval.baseline import workflow_for
@@ -38,13 +39,15 @@ from memagent_workflow.eval.checks import (
     prepare_output,
     scan_targets,
 )
-from memagent_workflow.eval.config import RULER_HQA, MemAgentEvalConfig
-from memagent_workflow.eval.engine import inference_of, open_engine
+from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.eval.targets import Target
 from memagent_workflow.infra.paths import make_shared_folders, resolve_paths
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
+# What runs a CPU stand-in config (named when one is given here).
+STANDIN_ENTRY = "standin.eval"
 
 
 # ------------------------------------------------------------------ the run
@@ -58,7 +61,11 @@ def run_length(
     kwargs: dict[str, Any],
 ) -> None:
     """Evaluate every not-yet-scored sample ``(id, repeat)`` of one eval file in
-    the run's mode, writing each as it finishes."""
+    the run's mode, writing each as it finishes.
+
+    One pass, no retries here: model calls retry for ``memagent.engine_retry_s``;
+    a sample that still fails, or that the engine drops, is recorded with its
+    error, and a rerun retries it."""
     ev, n = config.eval, target.length
     out_path = target.results_file(ev.output_dir)
     done = results.scored_ids(results.read_records(out_path))
@@ -74,11 +81,8 @@ def run_length(
     )
     start, tokens, written, failed = time.perf_counter(), 0, 0, 0
     with results.ResultWriter(out_path) as writer:
-        for attempt in range(1 + ev.max_retries):
-            if not todo:
-                break
-            path = target.data_file(ev)
-            workflow = workflow_for(ev.mode)[1]
+        if todo:
+            path, workflow = target.data_file(ev), workflow_for(ev.mode)[1]
             for rec in stream(engine, path, todo, kwargs, ev.concurrency, workflow):
                 writer.write(target.finish(rec))
                 todo.discard(results.sample_key(rec))
@@ -86,11 +90,11 @@ def run_length(
                 failed += rec["error"] is not None
                 bar.update(1)
                 bar.set_postfix(failed=failed, refresh=False)
-            if todo:
-                logger.warning(
-                    f"{target.name}: {len(todo)} sample(s) got no result from the engine "
-                    f"(attempt {attempt + 1}/{1 + ev.max_retries})"
-                )
+        if todo:
+            logger.warning(
+                f"{target.name}: {len(todo)} sample(s) got no result from the "
+                "engine; recorded as failed (a rerun retries them)"
+            )
         for sid, k in sorted(todo):  # the engine never answered: record why
             writer.write(
                 target.finish(
@@ -100,8 +104,8 @@ def run_length(
                         None,
                         protocol=config.memagent.answer_protocol,
                         repeat=k,
-                        error=f"no result from the inference engine (rejected or "
-                        f"timed out) after {1 + ev.max_retries} attempts",
+                        error="no result from the inference engine (rejected "
+                        "or timed out)",
                     )
                 )
             )
@@ -130,7 +134,7 @@ def stream(
 
     The file is read lazily, so only the samples in flight are held in memory.
     A None from the engine (a task it dropped) is not attributable; its sample
-    is simply not yielded and the caller retries what is left.
+    is simply not yielded, and the caller records what is left as failed.
     """
     repeats = sorted({k for _, k in want})
     samples = (
@@ -217,34 +221,55 @@ def write_summary(
     return summary
 
 
-def load_config(argv: list[str]) -> MemAgentEvalConfig:
-    """The config, parsed by the class its ``run.config`` names."""
-    config = load_run_config(argv, MemAgentEvalConfig)
+def load_config(
+    argv: list[str],
+    config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig,
+    standin_entry: str = STANDIN_ENTRY,
+) -> MemAgentEvalConfig:
+    """``--config`` and its overrides, parsed by ``config_cls``; a CPU stand-in
+    config stops here, naming ``python -m standin_entry``."""
+    config = parse_config(argv, config_cls, standin_entry)
     return resolve_paths(config)  # relative paths mean the same in every worker
 
 
-def main(argv: list[str]) -> None:
-    config = load_config(argv)
+def main(
+    argv: list[str],
+    *,
+    config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig,
+    inference_cls: type[ClusterInference] = ClusterInference,
+) -> None:
+    """Load the config with ``config_cls`` and evaluate with ``inference_cls``
+    (a GPU cluster by default; the CPU stand-in passes its own)."""
+    config = load_config(argv, config_cls)
     make_shared_folders(config.cluster)  # AReaL's schedulers require them
     try:
-        evaluate(config)
+        evaluate(config, inference_cls)
     except EvalRefused as exc:
         logger.error(str(exc))
         sys.exit(2)
 
 
-def evaluate(config: MemAgentEvalConfig) -> None:
-    """Every configured length, then summary.json, results.md and accuracy.png."""
+def evaluate(
+    config: MemAgentEvalConfig,
+    inference_cls: type[ClusterInference] = ClusterInference,
+) -> None:
+    """Every configured length, then summary.json, results.md and accuracy.png;
+    ``inference_cls`` provides the model, data and servers (a GPU cluster)."""
     check_preset(config)
-    inference = inference_of(config)
+    logger.info(
+        f"config {type(config).__name__}, inference "
+        f"{inference_cls.__module__}.{inference_cls.__qualname__}"
+    )
+    inference = inference_cls(config)
     inference.prepare()
     kwargs = check_workflow(config)
     plan = targets.planned(config.eval)
     ids, kinds = scan_targets(config, plan)
+    official = [t for t in plan if t.benchmark.official]
     check_official_questions(
         config,
-        {t.length: ids[t] for t in plan if t.task == RULER_HQA},
-        {t.length: kinds[t] for t in plan if t.task == RULER_HQA},
+        {t.length: ids[t] for t in official},
+        {t.length: kinds[t] for t in official},
     )
     out = prepare_output(config)
     repeats = range(config.eval.n_samples)

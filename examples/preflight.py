@@ -5,22 +5,32 @@ blocking item. Nothing is started (no server, no worker).
     uv run python examples/preflight.py --config config_eval.yaml scheduler.type=local
 
 Takes the same ``--config`` and overrides as ``train.py`` (or ``eval.py``, for a
-config whose ``run.config`` is an eval config), loaded by their ``load_config``; the
-flags below are the preflight's own estimates and statements.
+config with an ``eval:`` section, which the training config refuses), loaded by
+their ``load_config``; the flags below are the preflight's own estimates and
+statements. A CPU stand-in config has its own preflight entry:
+
+    uv run python -m standin.preflight --config config_cpu.yaml
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ first
     sys.path.insert(0, str(ROOT))
 
-from memagent_workflow.config import config_class_name  # noqa: E402
+from memagent_workflow.config import top_key  # noqa: E402
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
+
+Loader = Callable[[list[str]], Any]
+# What checks a CPU stand-in config (named when one is given here).
+STANDIN_ENTRY = "standin.preflight"
 
 
 def parse(argv: list[str]) -> tuple[Options, list[str]]:
@@ -81,32 +91,41 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
     return options, rest
 
 
-def is_eval(argv: list[str]) -> bool:
-    """Whether the file's ``run.config`` names an eval config class."""
-    from areal.utils.dynamic_import import import_from_string
+def product_loaders() -> dict[str, Loader]:
+    """``train.py``'s and ``eval.py``'s loaders, by kind of run."""
+    from examples.eval import load_config as load_eval
+    from examples.train import load_config as load_train
 
-    from memagent_workflow.eval.config import MemAgentEvalConfig
-
-    name = config_class_name(argv)
-    cls = import_from_string(name) if name else None
-    return isinstance(cls, type) and issubclass(cls, MemAgentEvalConfig)
-
-
-def load(argv: list[str]) -> tuple[object, str]:
-    """The config as the entry script that would run it loads it."""
-    if is_eval(argv):
-        from examples.eval import load_config
-
-        return load_config(argv), "eval"
-    from examples.train import load_config
-
-    return load_config(argv), "train"
+    return {
+        "train": partial(load_train, standin_entry=STANDIN_ENTRY),
+        "eval": partial(load_eval, standin_entry=STANDIN_ENTRY),
+    }
 
 
-def main(argv: list[str]) -> int:
+def load(argv: list[str], loaders: Mapping[str, Loader]) -> tuple[Any, str]:
+    """The config as the entry script that would run it loads it: a training
+    config, unless the training loader refuses its ``eval:`` section."""
+    try:
+        return loaders["train"](argv), "train"
+    except KeyError as exc:  # OmegaConf's ConfigKeyError: a key the class lacks
+        if top_key(exc) != "eval":
+            raise
+    return loaders["eval"](argv), "eval"
+
+
+def main(
+    argv: list[str],
+    loaders: Mapping[str, Loader] | None = None,
+    inputs_by: Mapping[str, str] | None = None,
+) -> int:
+    """Check the run; 1 on a blocking item. ``loaders``: the entry scripts'
+    config loaders by kind (default: the product's); ``inputs_by``: by kind,
+    what builds the model, writes missing data and starts its own Ray in
+    place of a cluster (default: nothing, a cluster has them)."""
     options, rest = parse(argv)
-    config, kind = load(rest)
-    checks = run_checks(Run(config, kind, options))
+    config, kind = load(rest, loaders or product_loaders())
+    run = Run(config, kind, options, inputs_by=(inputs_by or {}).get(kind))
+    checks = run_checks(run)
     print(render(checks), flush=True)
     return 1 if blocking(checks) else 0
 

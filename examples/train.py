@@ -3,8 +3,8 @@
 GPU, single controller:  python3 examples/train.py --config config.yaml scheduler.type=local
 GPU, SPMD launcher:      python3 -m areal.infra.launcher.local examples/train.py \
                              --config config.yaml allocation_mode=sglang:d4p1t1+fsdp:d4p1t1
-CPU stand-in (tiny model; config_cpu.yaml's run: section names the stand-in's code):
-                         uv run python examples/train.py --config config_cpu.yaml
+CPU stand-in (config_cpu.yaml; its own entry calls `main` with its classes):
+                         uv run python -m standin.train --config config_cpu.yaml
 """
 
 from __future__ import annotations
@@ -12,18 +12,19 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from areal.utils import logging
-from areal.utils.dynamic_import import import_from_string
 from areal.utils.saver import Saver
 from areal.utils.stats_logger import StatsLogger
 from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
-    load_run_config,
+    parse_config,
     warmup_proportion,
     workflow_kwargs,
 )
@@ -37,6 +38,10 @@ logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
 REQUIRED = ("id", "question", "context", "answers")
+# What runs a CPU stand-in config (named when one is given here).
+STANDIN_ENTRY = "standin.train"
+
+Job = Callable[[Any], AbstractContextManager[Any]]
 
 
 def load_rows(path: str, role: str) -> Dataset:
@@ -85,21 +90,25 @@ def checked_workflow_kwargs(
     return train_kwargs, eval_kwargs
 
 
-def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
-    """GRPO with ``workflow`` (an import path) for training rollouts."""
+def on_cluster(config: MemAgentGRPOConfig) -> AbstractContextManager[None]:
+    """The job around training on a GPU cluster: nothing, as the model, the data
+    and the servers are there already."""
+    return contextlib.nullcontext()
+
+
+def train(
+    config: MemAgentGRPOConfig,
+    workflow: str = WORKFLOW,
+    trainer_cls: type[MemAgentPPOTrainer] = MemAgentPPOTrainer,
+) -> None:
+    """GRPO with ``trainer_cls`` and ``workflow`` (an import path) for training
+    rollouts."""
     train_set = load_rows(config.train_dataset.path, "train")
     valid_set = None
     if config.valid_dataset is not None:
         valid_set = load_rows(config.valid_dataset.path, "validation")
     set_warmup(config, len(train_set))
     train_kwargs, eval_kwargs = checked_workflow_kwargs(config)
-    trainer_cls = import_from_string(config.run.trainer)
-    if not (
-        isinstance(trainer_cls, type) and issubclass(trainer_cls, MemAgentPPOTrainer)
-    ):
-        raise ValueError(
-            f"run.trainer={config.run.trainer!r} is not a MemAgentPPOTrainer"
-        )
     with trainer_cls(
         config, train_dataset=train_set, valid_dataset=valid_set
     ) as trainer:
@@ -115,24 +124,50 @@ def train(config: MemAgentGRPOConfig, workflow: str = WORKFLOW) -> None:
     logger.info(f"HF checkpoints: {sorted(os.listdir(saved))} under {saved}")
 
 
-def load_config(argv: list[str]) -> MemAgentGRPOConfig:
-    """The config, parsed by the class its ``run.config`` names."""
-    config = load_run_config(argv, MemAgentGRPOConfig)
+def load_config(
+    argv: list[str],
+    config_cls: type[MemAgentGRPOConfig] = MemAgentGRPOConfig,
+    standin_entry: str = STANDIN_ENTRY,
+) -> MemAgentGRPOConfig:
+    """``--config`` and its overrides, parsed by ``config_cls``; a CPU stand-in
+    config stops here, naming ``python -m standin_entry``."""
+    config = parse_config(argv, config_cls, standin_entry)
     return resolve_paths(config)  # relative paths mean the same in every worker
 
 
-def main(argv: list[str], workflow: str = WORKFLOW) -> None:
-    config = load_config(argv)
+def qualname(obj: Any) -> str:
+    """``module.Name`` of a class or function, for the log (``Name`` alone
+    when defined in the script being run)."""
+    if obj.__module__ == "__main__":
+        return obj.__qualname__
+    return f"{obj.__module__}.{obj.__qualname__}"
+
+
+def main(
+    argv: list[str],
+    workflow: str = WORKFLOW,
+    *,
+    config_cls: type[MemAgentGRPOConfig] = MemAgentGRPOConfig,
+    trainer_cls: type[MemAgentPPOTrainer] = MemAgentPPOTrainer,
+    job: Job = on_cluster,
+) -> None:
+    """Load the config with ``config_cls`` and train with ``trainer_cls`` inside
+    ``job(config)``, what the machine provides around training (a GPU cluster:
+    nothing). The defaults are the GPU run; the CPU stand-in passes its own."""
+    config = load_config(argv, config_cls)
     make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:
         # The terminal: step lines, a progress bar, warnings; all else in files.
         stack.enter_context(
             quiet_terminal(StatsLogger.get_log_path(config.stats_logger))
         )
-        if config.run.job:  # what a cluster would provide (a CPU config's stand-in)
-            stack.enter_context(import_from_string(config.run.job)(config))
+        logger.info(
+            f"config {config_cls.__name__}, trainer {qualname(trainer_cls)}, "
+            f"job {qualname(job)}"
+        )
+        stack.enter_context(job(config))
         stack.enter_context(ray_for(config.scheduler.type))
-        train(config, workflow)
+        train(config, workflow, trainer_cls)
     logger.info("training finished")
 
 

@@ -3,10 +3,11 @@
 The algorithm, at the top, read in this order:
     workflow        the episode loop: chunk by chunk, memory overwritten, the answer
     config          the ``memagent:`` section on AReaL's GRPOConfig
-    chunking, context   the document cut into chunks; what a turn's prompt may hold
-    prompts, prompt_file    the built-in wording and a user's prompts file
+    chunking, context   the document cut into chunks; the one "a turn fits" rule
+    prompts         the wording: built in (here, the one copy) or a user's file
+    prompt_tokens   a turn's prompt as token ids
     episode, rows, advantage    one episode's turns, their training rows, GRPO
-    reward          the training rewards (by name or import string)
+    reward          the training rewards (a built-in name or an import string)
     engine_calls, metrics   a model call that survives a server restart; turn stats
 
 Around it, each a folder:
@@ -14,7 +15,7 @@ Around it, each a folder:
     recovery/       surviving crashes and server outages (ledger, checkpoints)
     infra/          process plumbing (ports, scheduler, Ray, shared folders, terminal)
     data/           the row schema and data preparation
-    eval/           RULER-HQA and RULER evaluation, its scoring and reports
+    eval/           RULER-HQA and RULER evaluation: benchmarks, scoring, reports
     preflight/      checks of a GPU launch before it starts
     areal_private.py    the AReaL internals relied on, pinned: an upgrade's cost
 

@@ -1,11 +1,12 @@
 """The AReaL 1.0.4 internals the project cannot do without, each with why: the one list.
 
 This file is the cost of an AReaL upgrade. Everything else the project uses of
-AReaL is public (subclasses of its trainer, actor, controllers, stats logger,
-recover handler and engines, used through their public methods). What is below
-is private, or public code whose inner order an override relies on; each entry
-is pinned by the sha256 of its source (stripped lines), and
-``tests/unit/test_areal_private.py`` fails on the first one an upgrade changes.
+AReaL is public (subclasses of its trainer, actor, controllers, recover
+handler and engines, and its stats logger wrapped, used through their public
+methods). What is below is private, or public code whose inner order an
+override relies on; each entry is pinned by the sha256 of its source (stripped
+lines), and ``tests/unit/test_areal_private.py`` fails on the first one an
+upgrade changes.
 When a pin fails: re-read the AReaL code named, bring the project's code (the
 ``users``) in line with it, then update the digest here.
 """
@@ -80,8 +81,9 @@ PRIVATE = (
             "standin.trainer:StandinPPOTrainer",
         ),
         "the overrides above read attributes __init__ sets before calling them "
-        "(scheduler, allocations, actor, rollout), and the stats logger and recover "
-        "handler that MemAgentPPOTrainer takes over after it",
+        "(scheduler, allocations, actor, rollout); MemAgentPPOTrainer replaces the "
+        "stats logger and the recover handler it builds (RecoverHandler(config."
+        "recover, ft_spec), then load) after it",
         "8bd23d69093c02dfb736e916452fcfbdd2213f2c6a74e38c33cdd6ba27e3b3b8",
         overridden=False,
     ),
@@ -89,7 +91,8 @@ PRIVATE = (
         f"{TRAINER}._export_and_commit_stats",
         ("memagent_workflow.trainer.step_report:StepReport",),
         "not overridden: StepReport reads each step's stats from the one dict "
-        "(actor, rollout and eval-rollout stats) this passes to stats_logger.commit",
+        "(actor, rollout and eval-rollout stats) this passes to stats_logger.commit, "
+        "exported here once per step: a step with no rollout/ key received none",
         "3b6579c849e63f1520bb9caf9f36a5ecf95f4557f631a017a18d348912e2e8fd",
         overridden=False,
     ),
@@ -116,6 +119,14 @@ PRIVATE = (
         "the run); the override waits until the worker registered its own port, and "
         "stops naming the port when it died",
         "fac044b6ccd4914388694eb7bcfcbe624693bce41fe40fd49f419d21828c8208",
+    ),
+    Private(
+        "areal.infra.scheduler.local:LocalScheduler._wait_for_fork_ready",
+        ("memagent_workflow.infra.scheduler:MemAgentLocalScheduler",),
+        "AReaL gives a forked worker (the eval-rollout worker) a fixed 60 s to answer "
+        "/health, which a loaded machine exceeds; the override calls it with the "
+        "scheduler's start-up bound (its caller, _fork_single_worker, is pinned too)",
+        "d5186dedb7d54eb0f5fe52b0a388a8d278259f51467177a261c3a7a278d77955",
     ),
     Private(
         "areal.infra.controller.rollout_controller:RolloutController."
@@ -160,6 +171,16 @@ PRIVATE = (
         "e469e1f2b64512df5225dea1d9ac30e327b6230fa11930dd66663b3ebb197353",
     ),
     Private(
+        "areal.utils.recover:RecoverHandler.load",
+        ("memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",),
+        "not overridden: of the handler's own state it restores only the checkpoint "
+        "timer (freq_ctl, from RecoverInfo.checkpoint_info); "
+        "AtomicRecoverHandler.resuming, built after PPOTrainer.__init__ loaded with "
+        "AReaL's handler, restores the same",
+        "2fb157abb653c191343070822b19d4dbf001da371a8a84d5108061f8c21dc35b",
+        overridden=False,
+    ),
+    Private(
         "areal.engine.sglang_remote:RemoteSGLangEngine.__init__",
         ("standin.backend:StandinSGLangEngine",),
         "the backend that launches servers is fixed here, in the private _engine; "
@@ -182,9 +203,8 @@ PRIVATE = (
 SUBCLASSES = (
     "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
     "memagent_workflow.trainer.actor:MemAgentPPOActor",
-    "memagent_workflow.recovery.batches:MemAgentActorController",
+    "memagent_workflow.trainer.actor:MemAgentActorController",
     "memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",
-    "memagent_workflow.trainer.step_report:StepReport",
     "memagent_workflow.infra.scheduler:MemAgentLocalScheduler",
     "standin.trainer:StandinPPOTrainer",
     "standin.actor:StandinPPOActor",

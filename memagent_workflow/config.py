@@ -1,19 +1,24 @@
 """Configuration: the ``memagent:`` section on top of AReaL's GRPOConfig.
 
 Over 300 lines because every knob carries its help text and its check, in one
-place (the ``memagent:`` and ``run:`` sections and the config class chooser).
+place (the ``memagent:`` section and the loader of the entry scripts).
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
-from areal.utils.dynamic_import import import_from_string
 
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 from memagent_workflow.reward import reward_function
+
+C = TypeVar("C")
+# The section only a CPU stand-in config has (standin/config.py adds it); the
+# product's entry scripts refuse such a config, naming the stand-in's command.
+STANDIN_SECTION = "standin"
 
 
 @dataclass
@@ -69,9 +74,10 @@ class MemAgentConfig:
         default="original",
         metadata={
             "help": "Training reward: 'original' (the original MemAgent verifier: "
-            "last 300 characters, case and spaces ignored) or 'squad' (boxed "
-            "exact match after SQuAD normalisation, more lenient).",
-            "choices": ["original", "squad"],
+            "last 300 characters, case and spaces ignored), 'squad' (boxed "
+            "exact match after SQuAD normalisation, more lenient), or the import "
+            "string 'module.function' of a function (response: str, golds: "
+            "list[str]) -> float, given the final turn's text.",
         },
     )
     answer_protocol: str = field(
@@ -117,8 +123,9 @@ class MemAgentConfig:
         metadata={
             "help": "Keep the rows of groups whose rewards all tie (advantage 0 on "
             "every row) out of the actor's reference, proximal and training passes "
-            "(docs/performance.md). Tied groups are counted in steps.jsonl either way. "
-            "Read by the trainer; the workflow marks tied rows whatever its value."
+            "(docs/performance.md); false keeps the paper's objective. Tied groups are "
+            "counted in steps.jsonl either way. Read by the trainer, which gives it "
+            "to the actor it builds; the workflow marks tied rows whatever its value."
         },
     )
 
@@ -143,39 +150,12 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.engine_retry_s must be >= 0, got {self.engine_retry_s}"
             )
-        reward_function(self.reward, self.answer_protocol)  # raises on bad names
+        # Resolved once here: a bad name or import string fails at load time.
+        reward_function(self.reward, self.answer_protocol)
         if self.prompt_build not in ("tokens", "text"):
             raise ValueError(
                 f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
             )
-
-
-@dataclass
-class RunConfig:
-    """Which code runs this config, by import string (``run:`` in YAML).
-
-    The product's classes by default; a CPU config names the stand-in's.
-    """
-
-    config: str = field(
-        default="memagent_workflow.config.MemAgentGRPOConfig",
-        metadata={
-            "help": "Config class that parses this file (read before parsing: "
-            "it may add sections, e.g. a CPU config's stand-in section)."
-        },
-    )
-    trainer: str = field(
-        default="memagent_workflow.trainer.ppo_trainer.MemAgentPPOTrainer",
-        metadata={"help": "PPO trainer class (a MemAgentPPOTrainer)."},
-    )
-    job: str | None = field(
-        default=None,
-        metadata={
-            "help": "Context manager factory ``job(config)`` entered around "
-            "training: what a cluster would provide (model, data, servers). "
-            "null = nothing (a GPU cluster)."
-        },
-    )
 
 
 @dataclass
@@ -189,7 +169,6 @@ class MemAgentGRPOConfig(GRPOConfig):
     """
 
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
-    run: RunConfig = field(default_factory=RunConfig)
     valid_group_size: int = field(
         default=4,
         metadata={"help": "Episodes per validation question (original: 4)."},
@@ -261,49 +240,36 @@ def workflow_kwargs(
     return kwargs
 
 
-def load_run_config(argv: list[str], default_cls: type) -> Any:
-    """Load ``--config`` with overrides (AReaL's ``load_expr_config``).
+def parse_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
+    """``--config`` and its overrides parsed by ``config_cls`` (AReaL's
+    ``load_expr_config``).
 
-    The config class is the file's ``run.config`` (an import string, or
-    ``run.config=...`` on the command line), read before the file is parsed:
-    the class decides which sections the file may have. It must subclass
-    ``default_cls``, which is used when the file names none.
+    A CPU stand-in config has a ``standin:`` section, which the product's
+    classes lack: it stops here with one line naming the command that runs it,
+    ``python -m standin_entry`` with the same arguments.
     """
     from areal.api.cli_args import load_expr_config
 
-    name = config_class_name(argv)
-    config_cls = import_from_string(name) if name else default_cls
-    if not (isinstance(config_cls, type) and issubclass(config_cls, default_cls)):
-        raise ValueError(
-            f"run.config={name!r} is not a subclass of {default_cls.__name__}"
-        )
-    config, _ = load_expr_config(argv, config_cls)
+    try:
+        config, _ = load_expr_config(argv, config_cls)
+    except KeyError as exc:  # OmegaConf's ConfigKeyError: a key the class lacks
+        if top_key(exc) != STANDIN_SECTION:
+            raise
+        args = " ".join(shlex.quote(a) for a in argv)
+        pairs = zip(argv, argv[1:], strict=False)
+        name = next((v for k, v in pairs if k == "--config"), "this config")
+        raise SystemExit(
+            f"{name} is a CPU stand-in config (its {STANDIN_SECTION}: section is "
+            f"not {config_cls.__name__}'s): run it with "
+            f"`uv run python -m {standin_entry} {args}`"
+        ) from None
     return config
 
 
-def config_class_name(argv: list[str]) -> str | None:
-    """``run.config`` of the ``--config`` file in ``argv``, or of its override.
-
-    The one key read ahead of ``load_expr_config``: an override wins, as it
-    would in the parsed config.
-    """
-    import yaml
-
-    name = None
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
-        else:
-            continue
-        with open(path) as f:
-            run = (yaml.safe_load(f) or {}).get("run") or {}
-        name = run.get("config")
-    for arg in argv:
-        if arg.lstrip("+").startswith("run.config="):
-            name = arg.split("=", 1)[1]
-    return name or None
+def top_key(exc: Exception) -> str:
+    """The top-level config key an OmegaConf key error (its ``full_key``) is
+    about; '' if none."""
+    return str(getattr(exc, "full_key", "") or "").split(".", 1)[0]
 
 
 def warmup_proportion(warmup_steps: int, total_steps: int) -> float:

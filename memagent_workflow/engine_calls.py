@@ -9,6 +9,7 @@ from areal.api import InferenceEngine, ModelRequest, ModelResponse
 from areal.api.cli_args import GenerationHyperparameters
 from areal.utils import logging
 
+from memagent_workflow.context import check_turn
 from memagent_workflow.episode import Episode
 
 logger = logging.getLogger("MemAgentWorkflow")
@@ -17,21 +18,9 @@ logger = logging.getLogger("MemAgentWorkflow")
 def check_context_length(
     prompt_tokens: int, gconfig: GenerationHyperparameters
 ) -> None:
-    """Refuse a turn rather than let the engine shorten or reject it.
-
-    SGLang answers 400 unless prompt + max_new_tokens < its context length,
-    which the configs set to ``gconfig.max_tokens``: the same rule here, so a
-    turn SGLang would reject is refused before it is sent (AReaL would retry
-    it and lose the episode).
-    """
-    if prompt_tokens + gconfig.max_new_tokens >= gconfig.max_tokens:
-        raise ValueError(
-            f"a prompt of {prompt_tokens} tokens plus {gconfig.max_new_tokens} new "
-            f"tokens reaches gconfig.max_tokens={gconfig.max_tokens} (SGLang "
-            "needs prompt + max_new_tokens < sglang.context_length = "
-            "gconfig.max_tokens); raise gconfig.max_tokens and "
-            "sglang.context_length or lower memagent.chunk_tokens"
-        )
+    """Refuse a turn SGLang would reject (``context.turn_fits``) before it is
+    sent, rather than let the engine shorten or reject it."""
+    check_turn(prompt_tokens, gconfig.max_new_tokens, gconfig.max_tokens)
 
 
 async def agenerate_with_retry(
@@ -44,6 +33,10 @@ async def agenerate_with_retry(
     with all its episodes, the group, after which AReaL pulls the next
     question at once. Waiting out the outage here loses nothing instead. Each
     call made again is counted in ``ep.retried_calls``.
+
+    The project's one retry layer, for training and evaluation alike: an episode
+    that fails anyway is not run again (training loses it; evaluation records
+    the sample with its error, and a rerun of the eval retries it).
     """
     delay, deadline = min(0.5, retry_s / 8), None
     while True:

@@ -1,34 +1,38 @@
-"""The two MemAgent prompts: their texts and their token templates.
+"""The two MemAgent prompts' wording: built in here, or a user's prompts file.
 
 The texts are ``str.format`` templates: the memory-update prompt has the slots
 ``{question}``, ``{memory}`` and ``{chunk}``, the final-answer prompt
 ``{question}`` and ``{memory}`` (literal braces are written ``{{ }}``). The
-built-in wording is below; ``prompt_file.py`` reads a user's (``memagent.prompts``).
+built-in wording below is the only copy; ``memagent.prompts`` names a YAML or
+JSON file that replaces it, with exactly the keys ``memory_update`` and
+``final_answer``. Everything that can be wrong with such a file is refused with
+the file and template named: unknown keys or slots, missing slots, a slot the
+template is split at used twice, unbalanced braces. (Whether the templates
+leave room for a full chunk is ``context.check_fit``'s; how a template becomes
+token ids, ``prompt_tokens.py``'s.)
 
-Each prompt is rendered once per question through the tokenizer's chat
-template with markers in the question, memory and chunk slots, then split at
-them; every text piece between two slots is encoded on its own, and so is the
-question. This is the original MemAgent's token template (``TokenTemplate`` in
-its ``recurrent/utils.py``): the question never merges with the text around it
-(a "?" before a newline stays its own token), so a prompts file holding the
-original's templates gives its training prompts token for token. A turn's
-prompt is the concatenation of these fixed pieces with the memory ids (exactly
-the tokens the model generated last turn) and the chunk ids (a slice of the
-tokenised document): token in, token out, no decode/re-encode drift.
+To start a file from the built-in wording::
+
+    uv run python -m memagent_workflow.prompts > MY_PROMPTS.yaml
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import string
+import sys
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
-import numpy as np
+import yaml
 
-from memagent_workflow.reward import after_think
-
-QUESTION_SLOT = "\u2063MEMAGENT_QUESTION_SLOT\u2063"
-MEMORY_SLOT = "\u2063MEMAGENT_MEMORY_SLOT\u2063"
-CHUNK_SLOT = "\u2063MEMAGENT_CHUNK_SLOT\u2063"
+from memagent_workflow.prompt_tokens import (
+    PromptTemplate,
+    text_template,
+    token_template,
+)
 
 MEMORY_UPDATE_PROMPT = """\
 You are reading a long document one section at a time and can keep only a \
@@ -51,10 +55,21 @@ question, and drop the rest. Write only the new memory.
 
 New memory:"""
 
-FINAL_ANSWER_PROMPT = """\
-You have read a long document section by section and kept notes in a memory. \
-Answer the question using only this memory. You may reason briefly first; \
-put the final answer, and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.
+# How a prompt asks for the answer, per memagent.answer_protocol: in
+# ``\boxed{}``, or after "the answer is" (case-sensitive, as the original reads
+# it). In template form (braces doubled); the eval baselines ask the same way.
+ANSWER_ASKS = {
+    "boxed": "You may reason briefly first; put the final answer, and nothing "
+    "else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.",
+    "answer_is": "You may reason briefly first; end your response with "
+    '"Therefore, the answer is (your answer)".',
+}
+
+_FINAL_OPENING = (
+    "You have read a long document section by section and kept notes in a "
+    "memory. Answer the question using only this memory. "
+)
+_FINAL_SLOTS = """
 
 <question>
 {question}
@@ -66,24 +81,28 @@ put the final answer, and nothing else, inside \\boxed{{}}, e.g. \\boxed{{Paris}
 
 Answer:"""
 
-# The final prompt for ``memagent.answer_protocol=answer_is``: the answer ends
-# the response after "the answer is" (case-sensitive, as the original reads it).
-FINAL_ANSWER_IS_PROMPT = """\
-You have read a long document section by section and kept notes in a memory. \
-Answer the question using only this memory. You may reason briefly first; end \
-your response with "Therefore, the answer is (your answer)".
+FINAL_PROMPTS = {p: _FINAL_OPENING + a + _FINAL_SLOTS for p, a in ANSWER_ASKS.items()}
+FINAL_ANSWER_PROMPT = FINAL_PROMPTS["boxed"]
 
-<question>
-{question}
-</question>
+SLOTS = {
+    "memory_update": ("question", "memory", "chunk"),
+    "final_answer": ("question", "memory"),
+}
+_ONCE = ("memory", "chunk")  # the template is split there: exactly one each
 
-<memory>
-{memory}
-</memory>
 
-Answer:"""
+def memory_update_template(
+    tokenizer, question: str, template: str = MEMORY_UPDATE_PROMPT
+) -> PromptTemplate:
+    """Token template of a memory turn: instruction, question, memory, section."""
+    return token_template(tokenizer, question, template, with_chunk=True)
 
-FINAL_PROMPTS = {"boxed": FINAL_ANSWER_PROMPT, "answer_is": FINAL_ANSWER_IS_PROMPT}
+
+def final_answer_template(
+    tokenizer, question: str, template: str = FINAL_ANSWER_PROMPT
+) -> PromptTemplate:
+    """Token template of the final turn: instruction, question, memory; no chunk."""
+    return token_template(tokenizer, question, template, with_chunk=False)
 
 
 @dataclass(frozen=True)
@@ -98,15 +117,13 @@ class PromptTexts:
         """The memory-turn prompt for ``question``: token pieces (``tokens``, the
         original's training) or text encoded whole each turn (``text``, the
         original's evaluation script; ``TextPromptTemplate``)."""
-        if _text(build):
-            return text_template(tokenizer, question, self.memory_update, True)
-        return memory_update_template(tokenizer, question, self.memory_update)
+        make = text_template if _text(build) else token_template
+        return make(tokenizer, question, self.memory_update, True)
 
     def final_template(self, tokenizer, question: str, build: str = "tokens"):
         """The final-turn prompt for ``question`` (``build`` as above)."""
-        if _text(build):
-            return text_template(tokenizer, question, self.final_answer, False)
-        return final_answer_template(tokenizer, question, self.final_answer)
+        make = text_template if _text(build) else token_template
+        return make(tokenizer, question, self.final_answer, False)
 
 
 def _text(build: str) -> bool:
@@ -124,163 +141,143 @@ def builtin_prompts(protocol: str = "boxed") -> PromptTexts:
     return PromptTexts(final_answer=FINAL_PROMPTS[protocol])
 
 
-def render_chat(tokenizer, user_text: str) -> str:
-    """One user message through the chat template, thinking disabled if supported."""
-    return tokenizer.apply_chat_template(
-        [{"role": "user", "content": user_text}],
-        tokenize=False,
-        add_generation_prompt=True,
-        enable_thinking=False,
-    )
+# ------------------------------------------------------------- prompts files
+class PromptFileError(ValueError):
+    """A prompts file that cannot be used, with the file and template named."""
 
 
-def _encode(tokenizer, text: str) -> np.ndarray:
-    ids = tokenizer.encode(text, add_special_tokens=False) if text else []
-    return np.asarray(ids, dtype=np.int32)
+def check_slots(name: str, text: str, where: str = "built-in prompts") -> None:
+    """Refuse a template whose slots are not exactly ``SLOTS[name]``."""
+
+    def bad(why: str) -> PromptFileError:
+        return PromptFileError(f"{where}: template '{name}': {why}")
+
+    if not isinstance(text, str) or not text.strip():
+        raise bad("must be a non-empty string")
+    try:
+        fields = list(string.Formatter().parse(text))
+    except ValueError as exc:
+        raise bad(f"{exc}; write literal braces as {{{{ and }}}}") from None
+    counts: dict[str, int] = {}
+    for _, field_name, spec, conversion in fields:
+        if field_name is None:
+            continue
+        if field_name not in SLOTS[name]:
+            raise bad(
+                f"unknown slot {{{field_name}}}; allowed: "
+                + ", ".join(f"{{{s}}}" for s in SLOTS[name])
+                + " (literal braces are written {{ and }})"
+            )
+        if spec or conversion:
+            raise bad(f"slot {{{field_name}}} must be plain, without '!' or ':'")
+        counts[field_name] = counts.get(field_name, 0) + 1
+    missing = [s for s in SLOTS[name] if s not in counts]
+    if missing:
+        raise bad("missing slot(s) " + ", ".join(f"{{{s}}}" for s in missing))
+    for slot in _ONCE:
+        if counts.get(slot, 1) > 1:
+            raise bad(f"slot {{{slot}}} appears {counts[slot]} times; use it once")
 
 
-@dataclass(frozen=True)
-class PromptTemplate:
-    """Token pieces (int32 arrays) of a prompt around its memory and chunk slots."""
-
-    before_memory: np.ndarray
-    after_memory: np.ndarray
-    after_chunk: np.ndarray | None = None
-
-    def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
-        """Prompt ids for the given memory (and chunk, for memory turns).
-
-        Arrays in, one array out: a 5000-token turn costs one concatenation,
-        not a Python loop over its tokens.
-        """
-        parts = [
-            self.before_memory,
-            np.asarray(memory_ids, dtype=np.int32),
-            self.after_memory,
-        ]
-        if self.after_chunk is not None:
-            if chunk_ids is None:
-                raise ValueError("a memory-update prompt needs a chunk")
-            parts += [np.asarray(chunk_ids, dtype=np.int32), self.after_chunk]
-        elif chunk_ids is not None:
-            raise ValueError("the final-answer prompt takes no chunk")
-        return np.concatenate(parts)
-
-    @property
-    def overhead(self) -> int:
-        """Prompt tokens besides the memory and the chunk."""
-        return (
-            len(self.before_memory)
-            + len(self.after_memory)
-            + (0 if self.after_chunk is None else len(self.after_chunk))
+def load_prompts(
+    path: str | os.PathLike | None, protocol: str = "boxed"
+) -> PromptTexts:
+    """The templates of a YAML or JSON file, checked; None: the built-in ones,
+    whose final prompt asks for ``protocol``'s answer form."""
+    if path is None or str(path) == "":
+        return builtin_prompts(protocol)
+    path = Path(path)
+    where = f"prompts file {path}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PromptFileError(f"{where}: cannot read it: {exc}") from None
+    kind = "JSON" if path.suffix == ".json" else "YAML"
+    try:
+        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise PromptFileError(f"{where}: not valid {kind}: {exc}") from None
+    if not isinstance(data, dict):
+        raise PromptFileError(
+            f"{where}: expected a mapping with keys {sorted(SLOTS)}, "
+            f"got {type(data).__name__}"
         )
-
-
-def split_once(text: str, slot: str) -> tuple[str, str]:
-    parts = text.split(slot)
-    if len(parts) != 2:
-        raise ValueError(
-            f"chat template must keep the slot {slot!r} exactly once, "
-            f"found {len(parts) - 1} (is the memory slot after the chunk slot?)"
+    unknown = sorted(map(str, set(data) - set(SLOTS)))
+    missing = sorted(set(SLOTS) - set(data))
+    if unknown or missing:
+        raise PromptFileError(
+            f"{where}: expected exactly the keys {sorted(SLOTS)}"
+            + (f"; missing {missing}" if missing else "")
+            + (f"; unknown {unknown}" if unknown else "")
         )
-    return parts[0], parts[1]
+    for name in SLOTS:
+        check_slots(name, data[name], where)
+    return PromptTexts(data["memory_update"], data["final_answer"], str(path))
 
 
-def _pieces(tokenizer, text: str, question_ids: np.ndarray) -> np.ndarray:
-    """``text`` encoded piece by piece around its question slots, the question's
-    own ids in each slot (the original never encodes them together)."""
-    parts: list[np.ndarray] = []
-    for k, piece in enumerate(text.split(QUESTION_SLOT)):
-        if k:
-            parts.append(question_ids)
-        parts.append(_encode(tokenizer, piece))
-    return np.concatenate(parts)
+def as_prompt_texts(
+    prompts: PromptTexts | dict[str, str] | str | None, protocol: str = "boxed"
+) -> PromptTexts:
+    """Prompt texts from what a caller passes (texts, a file path, or None for
+    the built-in ones of ``protocol``)."""
+    if isinstance(prompts, PromptTexts):
+        return prompts
+    if isinstance(prompts, dict):
+        texts = PromptTexts(**prompts)
+        for name in SLOTS:
+            check_slots(name, getattr(texts, name), texts.source)
+        return texts
+    return load_prompts(prompts, protocol)
 
 
-def memory_update_template(
-    tokenizer, question: str, template: str = MEMORY_UPDATE_PROMPT
-) -> PromptTemplate:
-    """Template of a memory turn: instruction, question, memory, section."""
-    text = render_chat(
-        tokenizer,
-        template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT, chunk=CHUNK_SLOT),
+_FILE_HEADER = """\
+# MemAgent prompts for memagent.prompts=FILE (YAML; JSON with the same keys works too).
+# Keys, both required and no others:
+#   memory_update  slots {question}, {memory}, {chunk}  (memory and chunk once each)
+#   final_answer   slots {question}, {memory}           (memory once)
+# The texts are Python str.format templates: write literal braces as {{ and }}
+# (so \\boxed{{}} reads \\boxed{} in the prompt). `|-` keeps a text without a
+# trailing newline, `|` with one; the chat template wraps each as one user message.
+"""
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings as literal blocks, so the file reads like the prompt."""
+
+
+_BlockDumper.add_representer(
+    str,
+    lambda dumper, text: dumper.represent_scalar(
+        "tag:yaml.org,2002:str", text, style="|" if "\n" in text else None
+    ),
+)
+
+
+def prompts_file_text(texts: PromptTexts) -> str:
+    """``texts`` as a prompts file that ``load_prompts`` reads back unchanged."""
+    data = {"memory_update": texts.memory_update, "final_answer": texts.final_answer}
+    body = yaml.dump(
+        data, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=10**6
     )
-    q = _encode(tokenizer, question)
-    before, rest = split_once(text, MEMORY_SLOT)
-    middle, after = split_once(rest, CHUNK_SLOT)
-    return PromptTemplate(
-        before_memory=_pieces(tokenizer, before, q),
-        after_memory=_pieces(tokenizer, middle, q),
-        after_chunk=_pieces(tokenizer, after, q),
+    return _FILE_HEADER + body
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the built-in prompts as a prompts file to edit."""
+    ap = argparse.ArgumentParser(
+        prog="python -m memagent_workflow.prompts",
+        description="Print the built-in MemAgent prompts as a prompts file "
+        "(memagent.prompts) to copy and edit.",
     )
-
-
-def final_answer_template(
-    tokenizer, question: str, template: str = FINAL_ANSWER_PROMPT
-) -> PromptTemplate:
-    """Template of the final turn: instruction, question, memory; no chunk."""
-    text = render_chat(
-        tokenizer, template.format(question=QUESTION_SLOT, memory=MEMORY_SLOT)
+    ap.add_argument(
+        "--answer-protocol",
+        choices=list(FINAL_PROMPTS),
+        default="boxed",
+        help="the final prompt's answer form (memagent.answer_protocol)",
     )
-    q = _encode(tokenizer, question)
-    before, after = split_once(text, MEMORY_SLOT)
-    return PromptTemplate(
-        before_memory=_pieces(tokenizer, before, q),
-        after_memory=_pieces(tokenizer, after, q),
-    )
+    args = ap.parse_args(argv)
+    sys.stdout.write(prompts_file_text(builtin_prompts(args.answer_protocol)))
 
 
-# ------------------------------------------------- prompts rebuilt from text
-# The original's evaluation script (taskutils/memory_eval/utils/recurrent.py)
-# formats each turn's message as text -- the question stripped, the chunk
-# decoded from its token slice, the memory as the previous answer's text (after
-# its last </think>) -- and its server encodes the chat whole, so text merges
-# across those boundaries (a question ending in "?" before a newline is one
-# token with it). memagent.prompt_build=text does the same (the paper preset).
-
-
-@dataclass(frozen=True)
-class TextPromptTemplate:
-    """A rendered chat cut at its memory (and chunk) slot; encoded whole per turn."""
-
-    tokenizer: Any
-    before_memory: str
-    after_memory: str
-    after_chunk: str | None = None
-
-    def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
-        """Prompt ids for the given memory (and chunk, for memory turns)."""
-        memory = after_think(
-            self.tokenizer.decode(memory_ids, skip_special_tokens=True)
-        )
-        text = self.before_memory + memory + self.after_memory
-        if self.after_chunk is not None:
-            if chunk_ids is None:
-                raise ValueError("a memory-update prompt needs a chunk")
-            text += self.tokenizer.decode(chunk_ids) + self.after_chunk
-        elif chunk_ids is not None:
-            raise ValueError("the final-answer prompt takes no chunk")
-        ids = self.tokenizer.encode(text, add_special_tokens=False)
-        return np.asarray(ids, dtype=np.int32)
-
-    @property
-    def overhead(self) -> int:
-        """Prompt tokens besides the memory and the chunk (encoded without them)."""
-        text = self.before_memory + self.after_memory + (self.after_chunk or "")
-        return len(self.tokenizer.encode(text, add_special_tokens=False))
-
-
-def text_template(
-    tokenizer, question: str, template: str, with_chunk: bool
-) -> TextPromptTemplate:
-    """The chat text of ``template`` for ``question`` (stripped, as the original's
-    evaluation reads it), cut at the memory and chunk slots."""
-    slots = {"question": question.strip(), "memory": MEMORY_SLOT}
-    if with_chunk:
-        slots["chunk"] = CHUNK_SLOT
-    text = render_chat(tokenizer, template.format(**slots))
-    before, rest = split_once(text, MEMORY_SLOT)
-    if not with_chunk:
-        return TextPromptTemplate(tokenizer, before, rest)
-    middle, after = split_once(rest, CHUNK_SLOT)
-    return TextPromptTemplate(tokenizer, before, middle, after)
+if __name__ == "__main__":
+    main()

@@ -1,69 +1,88 @@
-"""Answer extraction, the training rewards and the HotpotQA metrics.
-
-One file on purpose (over 300 lines): the training rewards and the original
-evaluation's per-sample scoring share their normalisations, and each quirk
-reproduced from the original sits beside its twin, to be compared in one place.
+"""The training rewards, and how a final answer is read from a response.
 
 Two answer protocols, picked by ``memagent.answer_protocol`` (the same key in
 training and eval configs): ``boxed`` (the final answer in ``\\boxed{}``, as
 the released models were trained) and ``answer_is`` ("Therefore, the answer is
-...", what the original evaluation script asked for). ``extract_answer`` and
-``eval_score`` are the original evaluation's per-sample path for each
-(``taskutils/memory_eval/ruler_hqa.py`` with ``utils/__init__.py``), quirks
-included; each quirk is noted where it is reproduced.
+...", what the original evaluation script asked for). ``extract_answer`` reads
+an answer as the original evaluation does (``taskutils/memory_eval/ruler_hqa.py``
+with ``utils/__init__.py``), quirks included; training logs its metrics on it
+and the ``answer_is`` rewards score it. The evaluation's per-sample scores are
+in ``eval/scoring.py``.
 
-Two training rewards, picked by ``memagent.reward``:
+Two built-in training rewards, picked by ``memagent.reward``:
 
-- ``original_reward`` (default): the verifier the released MemAgent models were
+- ``original`` (default): the verifier the released MemAgent models were
   trained with (verl's HotpotQA reward): only the last 300 characters of the
   response count, lower-cased; the answer is the last ``\\boxed{}`` (or the
   ``\\boxed answer`` space form up to the next ``$``); it must equal a gold
   answer after removing spaces and a few LaTeX tokens. Articles and
   punctuation are kept, so ``The Beatles`` is not ``Beatles``.
-- ``squad_reward``: the last complete ``\\boxed{}`` anywhere in the response,
-  exact match after SQuAD normalisation (case, articles, punctuation, spaces):
-  more lenient than the original.
+- ``squad``: the last complete ``\\boxed{}`` anywhere in the response, exact
+  match after SQuAD normalisation (case, articles, punctuation, spaces): more
+  lenient than the original.
 
 With ``answer_protocol=answer_is`` both read the answer ``extract_answer``
-finds instead of a box (``reward_function``).
+finds instead of a box. Any other ``memagent.reward`` is an import string
+(``package.module.function``) of a function ``(response, golds) -> float``,
+given the final response as generated, whatever the protocol.
 
 ``sub_em``, ``exact_match`` and ``f1`` are SQuAD-normalised metrics, max over
-the gold answers, logged during training. Evaluation scores as the original
-did: ``eval_metrics``, against the first gold answer only.
+the gold answers, logged during training.
 """
 
 from __future__ import annotations
 
-import math
 import re
 import string
 from collections import Counter
 from collections.abc import Callable, Iterable
+
+from areal.utils.dynamic_import import import_from_string
+
+RewardFn = Callable[[str, list[str]], float]
 
 _BOX = "\\boxed{"
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCT = set(string.punctuation)
 _SPECIAL_ANSWERS = ("yes", "no", "noanswer")
 
+# ------------------------------------------------------------------ the box
 
-def extract_boxed(text: str) -> str | None:
-    """Content of the last complete ``\\boxed{...}`` in ``text`` (nested braces ok)."""
-    start = text.rfind(_BOX)
+
+def last_box(text: str, *, original: bool = False) -> str | None:
+    """Content of the last ``\\boxed{...}`` in ``text`` (nested braces ok), or None.
+
+    ``original=False``: the last complete box; when the last one is
+    unterminated an earlier complete one counts. ``original=True``: the box as
+    the original verifier and evaluation read it. A ``\\boxed `` followed by a
+    space wins wherever it is: the answer is what follows its last occurrence,
+    up to the next ``$``. Otherwise only the last ``\\boxed`` is brace-matched
+    and must read ``\\boxed{...}`` (``\\boxedx{..}``: None); unterminated, it
+    gives None. (The original also finds an ``\\fbox{...}`` when there is no
+    ``\\boxed``, but never accepts it as an answer, so it is not looked for.)
+    """
+    if original and "\\boxed " in text:
+        return text.rsplit("\\boxed ", 1)[1].split("$", 1)[0]
+    start = text.rfind("\\boxed" if original else _BOX)
     while start != -1:
-        depth = 1
-        i = start + len(_BOX)
-        while i < len(text):
-            ch = text[i]
-            if ch == "{":
+        depth = 0
+        for i in range(start, len(text)):
+            if text[i] == "{":
                 depth += 1
-            elif ch == "}":
+            elif text[i] == "}":
                 depth -= 1
                 if depth == 0:
-                    return text[start + len(_BOX) : i]
-            i += 1
-        # The last box is unterminated; an earlier complete one may still exist.
+                    box = text[start : i + 1]
+                    if not box.startswith(_BOX):  # only when original
+                        return None
+                    return box[len(_BOX) : -1]
+        if original:
+            return None
         start = text.rfind(_BOX, 0, start)
     return None
+
+
+# ------------------------------------------------------ the SQuAD metrics
 
 
 def normalize_answer(s: str) -> str:
@@ -118,87 +137,7 @@ def f1(pred: str, golds: str | Iterable[str]) -> float:
     return max((_f1_one(pred, g) for g in _golds(golds)), default=0.0)
 
 
-def squad_reward(response: str, golds: str | Iterable[str]) -> float:
-    """1.0 iff the last complete boxed answer exact-matches a gold after SQuAD
-    normalisation (case, articles, punctuation and spaces ignored)."""
-    boxed = extract_boxed(response)
-    if boxed is None:
-        return 0.0
-    return exact_match(boxed, golds)
-
-
-# ------------------------------------------------------- the original verifier
-
-ORIGINAL_WINDOW = 300  # characters at the end of the response the original reads
-# The MATH-style clean-up the original applies to both sides, in its order;
-# spaces are removed last.
-_ORIGINAL_EDITS = (
-    ("\n", ""),
-    ("\\!", ""),
-    ("\\\\", "\\"),
-    ("tfrac", "frac"),
-    ("dfrac", "frac"),
-    ("\\left", ""),
-    ("\\right", ""),
-    ("^{\\circ}", ""),
-    ("^\\circ", ""),
-    ("\\$", ""),
-    ("\\%", ""),
-    (" .", " 0."),
-    ("{.", "{0."),
-)
-
-
-def original_normalize(s: str) -> str:
-    """The original verifier's string clean-up: LaTeX tokens out, spaces out."""
-    for old, new in _ORIGINAL_EDITS:
-        s = s.replace(old, new)
-    return s.replace(" ", "")
-
-
-def original_boxed(text: str) -> str | None:
-    """The answer the original verifier reads from ``text``, or None.
-
-    A ``\\boxed `` followed by a space wins wherever it is: the answer is what
-    follows its last occurrence, up to the next ``$``. Otherwise the last
-    ``\\boxed`` is brace-matched and must read ``\\boxed{...}``. (The original
-    also finds an ``\\fbox{...}`` when there is no ``\\boxed``, but never
-    accepts it as an answer, so it is not looked for here.)
-    """
-    if "\\boxed " in text:
-        return text.rsplit("\\boxed ", 1)[1].split("$", 1)[0]
-    start = text.rfind("\\boxed")
-    if start < 0:
-        return None
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                box = text[start : i + 1]
-                if not box.startswith(_BOX):  # e.g. "\\boxedx{...}"
-                    return None
-                return box[len(_BOX) : -1]
-    return None
-
-
-def original_reward(response: str, golds: str | list[str]) -> float:
-    """The original MemAgent training verifier (verl's HotpotQA reward).
-
-    1.0 iff the boxed answer in the last 300 characters of ``response``,
-    lower-cased and cleaned by ``original_normalize``, equals a gold answer
-    treated the same way; else 0.0.
-    """
-    answer = original_boxed(response[-ORIGINAL_WINDOW:].lower())
-    if answer is None:
-        return 0.0
-    answer = original_normalize(answer)
-    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
-
-
-# ------------------------------------------- the original evaluation, per sample
+# ------------------------------------------------------------ the protocols
 
 PROTOCOLS = ("boxed", "answer_is")
 _ANSWER_IS = "the answer is"
@@ -240,11 +179,15 @@ def _answer_is(text: str) -> str | None:
     return ans.strip().strip(".").strip()
 
 
-_EXTRACTORS: dict[str, Callable[[str], str | None]] = {
+def _original_box(text: str) -> str | None:
     # The original eval's ``extract_boxed_answer`` reads the whole text (no
     # 300-character window, no lower-casing) as the verifier does; where its
     # asserts would stop the script (``\\fbox{..}``, ``\\boxedx{..}``): None.
-    "boxed": original_boxed,
+    return last_box(text, original=True)
+
+
+_EXTRACTORS: dict[str, Callable[[str], str | None]] = {
+    "boxed": _original_box,
     "answer_is": _answer_is,
 }
 
@@ -263,50 +206,60 @@ def extract_answer(response: str, protocol: str) -> str | None:
     return extract(pred) if pred else extract(response)
 
 
-def _original_sub_em(pred: str, gold: str) -> bool:
-    """``g in p or p in g`` after SQuAD normalisation, with no guard: a
-    prediction that normalises to "" ("a", "the", "!!") is inside every gold."""
-    p, g = normalize_answer(pred), normalize_answer(gold)
-    return g in p or p in g
+# ------------------------------------------------------- the original verifier
+
+ORIGINAL_WINDOW = 300  # characters at the end of the response the original reads
+# The MATH-style clean-up the original applies to both sides, in its order;
+# spaces are removed last.
+_ORIGINAL_EDITS = (
+    ("\n", ""),
+    ("\\!", ""),
+    ("\\\\", "\\"),
+    ("tfrac", "frac"),
+    ("dfrac", "frac"),
+    ("\\left", ""),
+    ("\\right", ""),
+    ("^{\\circ}", ""),
+    ("^\\circ", ""),
+    ("\\$", ""),
+    ("\\%", ""),
+    (" .", " 0."),
+    ("{.", "{0."),
+)
 
 
-def eval_metrics(
-    response: str, answers: list[str], protocol: str
-) -> dict[str, float | str | None] | None:
-    """The original's per-sample record: ``{answer, sub_em, em, f1}``, or None
-    for a sample it does not count (an output that is exactly "": it skips it,
-    so it enters no average; a failed request returned that too).
-
-    Scores compare with ``answers[0]`` only (the original sets
-    ``item['answer'] = item['answers'][0]``). An answer that is None or "" (e.g.
-    "the answer is ." stripped of its dot) scores 0 on every metric (``if
-    item['pred']``). F1 is rounded to 2 decimals as ``calc_metrics`` does.
-    """
-    if response == "":  # checked before any strip: " " is scored (and is 0)
-        return None
-    if not answers:
-        raise ValueError("a sample without gold answers cannot be scored")
-    pred = extract_answer(response, protocol)
-    if not pred:
-        return {"answer": pred, "sub_em": 0.0, "em": 0.0, "f1": 0.0}
-    gold = answers[0]
-    return {
-        "answer": pred,
-        "sub_em": float(_original_sub_em(pred, gold)),
-        "em": float(normalize_answer(pred) == normalize_answer(gold)),
-        "f1": round(_f1_one(pred, gold), 2),
-    }
+def original_normalize(s: str) -> str:
+    """The original verifier's string clean-up: LaTeX tokens out, spaces out."""
+    for old, new in _ORIGINAL_EDITS:
+        s = s.replace(old, new)
+    return s.replace(" ", "")
 
 
-def eval_score(response: str, answers: list[str], protocol: str) -> float:
-    """The original's per-sample RULER-HQA score (sub-EM, 0.0 or 1.0) of a
-    final-turn ``response`` under ``protocol``; NaN for an empty output, which
-    the original counts in no average (``math.isnan`` tells it apart)."""
-    metrics = eval_metrics(response, answers, protocol)
-    return math.nan if metrics is None else float(metrics["sub_em"])
+def _original_equal(answer: str, golds: str | list[str]) -> float:
+    """The original verifier's comparison: case folded, ``original_normalize``d."""
+    answer = original_normalize(answer.lower())
+    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
 
 
 # ------------------------------------------------------- training rewards
+
+
+def original_reward(response: str, golds: str | list[str]) -> float:
+    """The original MemAgent training verifier (verl's HotpotQA reward).
+
+    1.0 iff the boxed answer in the last 300 characters of ``response``,
+    lower-cased and cleaned by ``original_normalize``, equals a gold answer
+    treated the same way; else 0.0.
+    """
+    answer = last_box(response[-ORIGINAL_WINDOW:].lower(), original=True)
+    return 0.0 if answer is None else _original_equal(answer, golds)
+
+
+def squad_reward(response: str, golds: str | Iterable[str]) -> float:
+    """1.0 iff the last complete boxed answer exact-matches a gold after SQuAD
+    normalisation (case, articles, punctuation and spaces ignored)."""
+    boxed = last_box(response)
+    return 0.0 if boxed is None else exact_match(boxed, golds)
 
 
 def answer_is_reward(response: str, golds: str | list[str]) -> float:
@@ -314,10 +267,7 @@ def answer_is_reward(response: str, golds: str | list[str]) -> float:
     folded, LaTeX tokens and spaces removed, any gold) on the answer
     ``extract_answer(response, "answer_is")`` finds; none found scores 0."""
     answer = extract_answer(response, "answer_is")
-    if not answer:
-        return 0.0
-    answer = original_normalize(answer.lower())
-    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
+    return _original_equal(answer, golds) if answer else 0.0
 
 
 def answer_is_squad_reward(response: str, golds: str | list[str]) -> float:
@@ -326,25 +276,33 @@ def answer_is_squad_reward(response: str, golds: str | list[str]) -> float:
     return exact_match(answer, golds) if answer else 0.0
 
 
-REWARDS: dict[str, Callable[[str, list[str]], float]] = {
-    "original": original_reward,
-    "squad": squad_reward,
-}
-_ANSWER_IS_REWARDS: dict[str, Callable[[str, list[str]], float]] = {
-    "original": answer_is_reward,
-    "squad": answer_is_squad_reward,
+#: The built-in rewards by ``memagent.reward``, then by answer protocol.
+REWARDS: dict[str, dict[str, RewardFn]] = {
+    "original": {"boxed": original_reward, "answer_is": answer_is_reward},
+    "squad": {"boxed": squad_reward, "answer_is": answer_is_squad_reward},
 }
 
 
-def reward_function(
-    name: str, protocol: str = "boxed"
-) -> Callable[[str, list[str]], float]:
+def reward_function(name: str, protocol: str = "boxed") -> RewardFn:
     """The training reward ``name`` (``memagent.reward``) for ``protocol``
-    (``memagent.answer_protocol``)."""
-    table = REWARDS if check_protocol(protocol) == "boxed" else _ANSWER_IS_REWARDS
-    try:
-        return table[name]
-    except KeyError:
+    (``memagent.answer_protocol``): a built-in name, or the import string of a
+    function ``(response, golds) -> float``."""
+    check_protocol(protocol)
+    if name in REWARDS:
+        return REWARDS[name][protocol]
+    key = f"memagent.reward={name!r}"
+    if not isinstance(name, str) or "." not in name:
         raise ValueError(
-            f"memagent.reward={name!r}: choose one of {sorted(table)}"
-        ) from None
+            f"{key}: choose one of {sorted(REWARDS)} or give the import string "
+            "of a function (response, golds) -> float, e.g. 'my_pkg.rewards.score'"
+        )
+    try:
+        fn = import_from_string(name)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"{key} does not resolve: {exc}") from None
+    if not callable(fn):
+        raise ValueError(
+            f"{key} names a {type(fn).__name__}, not a function "
+            "(response, golds) -> float"
+        )
+    return fn

@@ -1,4 +1,10 @@
-"""Training rows: one per model call, padded into AReaL's trajectory tensors."""
+"""Training rows: one per model call, padded into AReaL's trajectory tensors.
+
+Besides AReaL's keys, a group's rows carry ``TIED_KEY``: whether the group's
+rewards all tied (every advantage exactly 0, so the rows add nothing to the
+policy gradient). The trainer counts such groups and, if asked, keeps them out
+of the actor's passes (``memagent_workflow/trainer/tied_groups.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+
+TIED_KEY = "tied"  # per-row flag: 1 where the row's group tied (all advantages 0)
 
 
 @dataclass
@@ -77,3 +85,10 @@ def pad_rows(turns: list[Turn], rewards: list[float]) -> dict[str, torch.Tensor]
         "versions": versions,
         "rewards": torch.tensor(rewards, dtype=torch.float32),
     }
+
+
+def tied_flags(n_rows: int, advantages: list[float]) -> torch.Tensor:
+    """``TIED_KEY``'s value for a group of ``n_rows`` rows: all 1 when every
+    advantage is exactly 0, else all 0."""
+    tied = all(a == 0.0 for a in advantages)
+    return torch.full((n_rows,), int(tied), dtype=torch.int64)

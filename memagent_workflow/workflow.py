@@ -24,17 +24,15 @@ from transformers import PreTrainedTokenizerFast
 from memagent_workflow.advantage import group_advantages
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.config import MemAgentConfig
-from memagent_workflow.context import aencode_context
+from memagent_workflow.context import aencode_context, check_fit
 from memagent_workflow.data.files import DataError
 from memagent_workflow.engine_calls import agenerate_with_retry, check_context_length
 from memagent_workflow.episode import Document, Episode, parse_item
 from memagent_workflow.metrics import log_group, log_scalars
-from memagent_workflow.prompt_file import as_prompt_texts, check_fit
-from memagent_workflow.prompts import PromptTexts
+from memagent_workflow.prompts import PromptTexts, as_prompt_texts
 from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
-from memagent_workflow.rows import Turn, pad_rows
-from memagent_workflow.trainer.tied_groups import TIED_KEY, tied_flags
+from memagent_workflow.rows import TIED_KEY, Turn, pad_rows, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -104,6 +102,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             max_final_tokens=cfg.max_final_tokens,
             max_tokens=self.gconfig.max_tokens,
             initial_memory_tokens=len(self.initial_memory),
+            build=self.prompt_build,
         )
 
     # ------------------------------------------------------------------ the task
@@ -147,7 +146,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
         rows = await asyncio.to_thread(pad_rows, turns, row_advantages)
-        rows[TIED_KEY] = tied_flags(len(turns), row_advantages)  # tied_groups.py
+        rows[TIED_KEY] = tied_flags(len(turns), row_advantages)  # see rows.py
         if INDEX_KEY in data:  # which question these rows train (see recovery/)
             rows[INDEX_KEY] = torch.full(
                 (len(turns),), int(data[INDEX_KEY]), dtype=torch.int64

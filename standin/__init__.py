@@ -14,4 +14,7 @@ GPU run; it is not part of the ``memagent_workflow`` wheel.
 - ``tiny_model``: the tiny offline Qwen2 model and tokenizer
 - ``packed_sdpa``: pack-aware SDPA for AReaL's FSDP actor on CPU (a process-wide patch)
 - ``config``, ``cpu_job``: the ``standin:`` config section and the CPU job's wiring
+- ``train``, ``eval``, ``preflight``: the entries of a CPU config (``python -m
+  standin.train --config config_cpu.yaml``): the product's ``examples/`` scripts
+  with the stand-in's config class, trainer, job and inference passed in
 """

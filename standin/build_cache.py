@@ -2,7 +2,9 @@
 
 A thin layer over :func:`memagent_workflow.data.build_once.build_once` (safe
 when several processes build the same folder at once), with the marker name
-and the files every model folder must hold.
+and the files every model folder must hold. The terminal says which: a build
+(``build_once``'s lines, and the warm start's bar), a wait for another
+process's build (``build_once``'s), or the cached model reused (here).
 """
 
 from __future__ import annotations
@@ -10,7 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from areal.utils import logging
+
 from memagent_workflow.data.build_once import build_once, is_built
+
+shown = logging.getLogger("StandinBuild")  # on the terminal too (infra.terminal)
 
 MARKER_FILE = "standin_build.json"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
@@ -31,6 +37,9 @@ def cached_build(
 
     A non-empty folder that holds no build is refused (unless ``overwrite``).
     """
+    if not overwrite and is_complete(Path(out_dir), key):
+        shown.info(f"using the cached stand-in model at {out_dir}")
+        return Path(out_dir)
     return build_once(
         out_dir,
         key,

@@ -1,9 +1,10 @@
 """The ``standin:`` config section, on top of the product's training and eval configs.
 
-A CPU config names these classes in ``run.config`` (read before the file is
-parsed), and the stand-in's trainer, job and inference in the rest of ``run:``;
-these then build the tiny model at ``actor.path``, write synthetic data where
-files are missing and serve the model with the stand-in server instead of SGLang.
+The stand-in's entries (``python -m standin.train``, ``standin.eval``) parse a
+CPU config with these classes; the product's classes refuse its ``standin:``
+section. The stand-in's job and inference then build the tiny model at
+``actor.path``, write synthetic data where files are missing and serve the
+model with the stand-in server instead of SGLang.
 """
 
 from __future__ import annotations
@@ -90,8 +91,9 @@ class StandinConfig:
         default_factory=list,
         metadata={
             "help": "After training: evaluate the last checkpoint and the warm "
-            "start at these lengths (chunks per document) through "
-            "examples/eval.py and write length_table.json beside steps.jsonl "
+            "start at these lengths (chunks per document) through the eval "
+            "entry (python -m standin.eval, examples/eval.py with the stand-in) "
+            "and write length_table.json beside steps.jsonl "
             "(needle task; empty: no such eval)."
         },
     )

@@ -23,7 +23,7 @@ from areal.utils import logging, name_resolve, names
 from memagent_workflow.data.files import write_json, write_jsonl
 from memagent_workflow.data.synthetic import make_needle, make_synthetic
 from memagent_workflow.eval import sets
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 from standin.build_cache import MARKER_FILE
 from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
 from standin.launch import (

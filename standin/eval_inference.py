@@ -1,4 +1,4 @@
-"""The CPU stand-in as an eval run's inference (``run.inference`` of config_eval_cpu.yaml).
+"""The CPU stand-in as an eval run's inference (``python -m standin.eval`` passes it).
 
 What a cluster would provide, on this machine: synthetic eval files where
 missing, the tiny model at ``actor.path``, and the stand-in server in place of

@@ -2,8 +2,9 @@
 
 The CPU job (``standin.cpu_job``) calls ``run_length_eval`` when
 ``standin.length_eval`` lists lengths (chunks per document). Each row is one run
-of the real eval entrypoint, ``examples/eval.py --config
-standin.length_eval_config``, on held-out needle questions: the trained model
+of the real eval entrypoint with the stand-in, ``python -m standin.eval --config
+standin.length_eval_config`` (``examples/eval.py``'s main), on held-out needle
+questions: the trained model
 (the run's last HF checkpoint) and the warm start it began from (``actor.path``).
 The rows are combined by ``memagent_workflow.eval.length_table`` into
 ``length_table.{json,md,png}`` beside ``steps.jsonl``.
@@ -28,7 +29,7 @@ from standin.config import StandinGRPOConfig
 logger = logging.getLogger("StandinLengthEval")
 
 REPO = Path(__file__).resolve().parent.parent
-EVAL_SCRIPT = REPO / "examples" / "eval.py"
+EVAL_ENTRY = "standin.eval"  # examples/eval.py with the stand-in's inference
 _STEP = re.compile(r"globalstep(\d+)$")
 
 
@@ -62,13 +63,16 @@ def eval_overrides(config: StandinGRPOConfig) -> list[str]:
 
 
 def run_eval(argv: list[str], log_file: Path) -> None:
-    """One run of ``examples/eval.py`` (its own process, as a user would run it)."""
+    """One run of the stand-in's eval entry (its own process, as a user would
+    run it), importing this repository's code from any working directory."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, str(EVAL_SCRIPT), *argv]
+    cmd = [sys.executable, "-m", EVAL_ENTRY, *argv]
+    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
     with open(log_file, "w") as log:
         proc = subprocess.run(
-            cmd, stdout=log, stderr=subprocess.STDOUT, env={**os.environ}
-        )
+            cmd, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": path},
+        )  # fmt: skip
     if proc.returncode != 0:
         tail = log_file.read_text()[-2000:]
         raise RuntimeError(f"length eval failed (rc {proc.returncode}):\n{tail}")

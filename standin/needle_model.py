@@ -5,7 +5,7 @@ in the output folder like ``tiny_model``:
 
 * a word-level tokenizer over the needle task's words and the prompts' words,
   so every answer word is one token and a sentence of the task is one chunk;
-* a small Qwen2 (1 layer, hidden 64: ~45K parameters, as configured);
+* a small Qwen2, sized by the spec (config_cpu.yaml's: docs/learning.md);
 * a format warm start (``standin.needle_warm_start``): the model then knows the
   format but not the task, and only RL can teach the memory turn to keep the
   needle.
@@ -16,6 +16,7 @@ in the output folder like ``tiny_model``:
 from __future__ import annotations
 
 import argparse
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -29,10 +30,9 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from memagent_workflow.data.synthetic import (
-    needle_words,
-)
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.data.synthetic import NEEDLE_NAMES, needle_words
+from memagent_workflow.infra.terminal import progress_bar
+from memagent_workflow.prompts import load_prompts
 from standin.build_cache import cached_build
 from standin.needle_warm_start import (
     BOX_CLOSE,
@@ -43,7 +43,7 @@ from standin.needle_warm_start import (
     warm_start_gate,
 )
 
-logger = logging.getLogger("NeedleModel")
+shown = logging.getLogger("StandinBuild")  # on the terminal too (infra.terminal)
 
 # Bump when anything that changes the built files changes.
 NEEDLE_BUILD_VERSION = 4
@@ -176,23 +176,33 @@ def _write(out: Path, spec: NeedleModelSpec) -> None:
     tokenizer = build_tokenizer(spec)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # the same float sums on any machine
+    started = time.perf_counter()
+    bar = progress_bar(spec.warm_start_steps, "warm start", unit="step", leave=False)
     try:
         with torch.random.fork_rng(devices=[]):
             model = init_model(spec, tokenizer)
             demos = Demos(spec, tokenizer)
             loss = (
-                warm_start_gate(model, demos)
+                warm_start_gate(model, demos, bar)
                 if spec.carry
-                else warm_start(model, demos, spec.warm_start_steps, spec.warm_start_lr)
+                else warm_start(
+                    model, demos, spec.warm_start_steps, spec.warm_start_lr, bar
+                )
             )
             check_format(model, demos)
     finally:
         torch.set_num_threads(threads)
+        bar.close()
+    minutes, seconds = divmod(round(time.perf_counter() - started), 60)
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
-    logger.info(
-        f"needle model: {sum(p.numel() for p in model.parameters()):,} parameters, "
-        f"{len(tokenizer)} tokens, warm-start loss {loss:.4f}"
+    checks = "format checked"
+    if spec.carry:
+        checks = f"gate right on all {len(NEEDLE_NAMES) ** 2} name pairs, {checks}"
+    shown.info(
+        f"warm start: {bar.n:,} steps in {minutes} min {seconds} s, final loss "
+        f"{loss:.4f}; {checks} ({sum(p.numel() for p in model.parameters()):,} "
+        f"parameters, {len(tokenizer)} tokens)"
     )
 
 

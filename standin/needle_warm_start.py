@@ -19,13 +19,15 @@ import random
 import numpy as np
 import torch
 from areal.utils import logging
+from tqdm import tqdm
 
 from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import NEEDLE_ANSWERS, NEEDLE_NAMES, make_needle
 from memagent_workflow.prompts import PromptTexts
 
-logger = logging.getLogger("NeedleModel")
+logger = logging.getLogger("NeedleModel")  # in the logs only
+shown = logging.getLogger("StandinBuild")  # on the terminal too (infra.terminal)
 
 BOX_OPEN, BOX_CLOSE = "\\boxed{", "}"
 # Extra warm-start rounds allowed for the carry gate (each a quarter of the steps).
@@ -129,8 +131,13 @@ def _padded(pairs, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, target
 
 
-def warm_start(model, demos: Demos, steps: int, lr: float) -> float:
-    """Supervised steps on format demonstrations; returns the last loss."""
+def warm_start(
+    model, demos: Demos, steps: int, lr: float, bar: tqdm | None = None
+) -> float:
+    """Supervised steps on format demonstrations; returns the last loss.
+
+    ``bar``, if given, advances by one per step and shows the loss.
+    """
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     # Decayed to 0: a confident final-turn format, which RL's noisy early steps
     # then do not break (with a constant rate, some seeds lost it and the
@@ -150,6 +157,9 @@ def warm_start(model, demos: Demos, steps: int, lr: float) -> float:
         loss.backward()
         opt.step()
         decay.step()
+        if bar is not None:
+            bar.set_postfix_str(f"loss {loss.item():.4f}", refresh=False)
+            bar.update(1)
         if (step + 1) % 500 == 0:
             logger.info(f"warm start step {step + 1}: loss {loss.item():.4f}")
     model.eval()
@@ -203,17 +213,23 @@ def gate_misses(model, demos: Demos) -> int:
     return misses
 
 
-def warm_start_gate(model, demos: Demos) -> float:
+def warm_start_gate(model, demos: Demos, bar: tqdm | None = None) -> float:
     """The carry warm start, continued (decaying rounds of a quarter of its steps)
-    until the gate is right for every pair of names; returns the last loss."""
+    until the gate is right for every pair of names; returns the last loss.
+
+    ``bar`` as in `warm_start`; each extra round adds its steps to its total.
+    """
     spec = demos.spec
-    loss = warm_start(model, demos, spec.warm_start_steps, spec.warm_start_lr)
+    loss = warm_start(model, demos, spec.warm_start_steps, spec.warm_start_lr, bar)
     for round_ in range(1, GATE_ROUNDS + 1):
         if not (misses := gate_misses(model, demos)):
             return loss
-        logger.info(f"gate wrong on {misses} name pairs: warm start round {round_}")
+        shown.info(f"gate wrong on {misses} name pairs: warm start round {round_}")
+        if bar is not None:
+            bar.total += spec.warm_start_steps // 4
+            bar.set_description(f"warm start, gate round {round_}")
         loss = warm_start(
-            model, demos, spec.warm_start_steps // 4, spec.warm_start_lr / 3
+            model, demos, spec.warm_start_steps // 4, spec.warm_start_lr / 3, bar
         )
     if misses := gate_misses(model, demos):
         raise RuntimeError(f"the carry warm start's gate is wrong on {misses} pairs")

@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny offline model and the CPU stand-in SGLang server."""
+"""Shared fixtures: the tiny offline model and its tokenizer, the Qwen2.5
+tokenizer, and the CPU stand-in SGLang server."""
 
 import os
 
@@ -22,12 +23,28 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def needle_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The CPU main job's warm-started needle model (config_cpu.yaml's build), built once."""
-    from examples.train import load_config
     from standin.cpu_job import build_model
+    from standin.train import load_config
 
     out = tmp_path_factory.mktemp("needle") / "model"
     build_model(load_config(["--config", "config_cpu.yaml", f"actor.path={out}"]))
     return out
+
+
+@pytest.fixture(scope="session")
+def tokenizer(tiny_model_dir: Path):
+    """The tiny model's tokenizer (Qwen2's chat template, a small BPE vocabulary)."""
+    from memagent_workflow.workflow import load_tokenizer
+
+    return load_tokenizer(str(tiny_model_dir))
+
+
+@pytest.fixture(scope="session")
+def qwen_tokenizer():
+    """The real Qwen2.5 tokenizer, built offline (tests/qwen_vocab.py)."""
+    from tests.qwen_vocab import qwen25_tokenizer
+
+    return qwen25_tokenizer()
 
 
 @pytest.fixture(scope="session")

@@ -1,71 +1,21 @@
-"""Scripted inference engines for workflow tests."""
+"""The fake inference engine of the workflow tests, and the script it can follow."""
 
 from __future__ import annotations
 
 import asyncio
-import random
 from dataclasses import dataclass
 
 from areal.api.io_struct import ModelResponse
 
 
-class FakeEngine:
-    """Answers every request at once and records what it was asked.
-
-    A memory turn returns ``memory_tokens(call)`` followed by EOS; the final turn
-    returns the encoding of ``answer_for(episode)``. Episodes are identified by
-    the request id, which the workflow keeps for all turns of one episode.
-    """
-
-    def __init__(self, tokenizer, answer_for, version: int = 3, fail_for=()):
-        self.tokenizer = tokenizer
-        self.answer_for = answer_for
-        self.version = version
-        self.fail_for = set(fail_for)
-        self.requests: list = []
-        self.episodes: dict[str, int] = {}
-        self.rng = random.Random(0)
-        self.word_ids = tokenizer.encode(" memo", add_special_tokens=False)
-
-    def get_version(self) -> int:
-        return self.version
-
-    def memory_tokens(self, call: int) -> list[int]:
-        return self.word_ids * (1 + call % 3)
-
-    async def agenerate(self, req) -> ModelResponse:
-        await asyncio.sleep(0)
-        episode = self.episodes.setdefault(req.rid, len(self.episodes))
-        if episode in self.fail_for:
-            raise RuntimeError(f"engine failure in episode {episode}")
-        self.requests.append((episode, list(req.input_ids), req.gconfig))
-        is_final = req.gconfig.max_new_tokens == self.final_budget
-        if is_final:
-            out = self.tokenizer.encode(
-                self.answer_for(episode), add_special_tokens=False
-            )
-        else:
-            out = self.memory_tokens(len(self.requests))
-        out = out[: req.gconfig.max_new_tokens - 1] + [self.tokenizer.eos_token_id]
-        return ModelResponse(
-            input_tokens=list(req.input_ids),
-            output_tokens=out,
-            output_logprobs=[-self.rng.random() for _ in out],
-            output_versions=[self.version] * len(out),
-            stop_reason="stop",
-            latency=0.01,
-        )
-
-    final_budget = 64
-
-
 @dataclass
 class Call:
-    """One request a `ScriptedEngine` answered: what it was asked and what it said."""
+    """One request a `FakeEngine` answered: what it was asked and what it said."""
 
     episode: int
     turn: int
     input_ids: list[int]
+    gconfig: object
     max_new_tokens: int
     output_ids: list[int]
     stop_reason: str
@@ -74,42 +24,108 @@ class Call:
     latency: float
 
 
-class ScriptedEngine:
-    """Answers from a script and records every call, per episode and turn.
+class FakeEngine:
+    """Answers every request at once and records every call, per episode and turn.
 
-    ``script(episode, turn) -> (output_ids, stop_reason)``. Episodes are numbered
-    in the order of their first request (the workflow keeps one rid per episode),
-    turns from 0 within an episode. Every generated token gets its own logprob
-    and version and every call its own latency, so a row or a metric that shifts,
-    swaps or mixes them up shows. ``fail_at={episode: turn}`` raises at that turn.
+    What it writes, one of:
+
+    - ``answer_for`` (with ``tokenizer``): a memory turn gets
+      ``memory_tokens(call)`` and the final turn (told by its budget,
+      ``final_budget``) the encoding of ``answer_for(episode)``, cut to the
+      turn's budget, then EOS; stop_reason "stop".
+    - ``script(episode, turn) -> (output_ids, stop_reason)``: exactly that
+      (e.g. a `MemoryScript`).
+
+    Episodes are numbered in the order of their first request (the workflow
+    keeps one rid per episode), turns from 0 within an episode. Every generated
+    token gets its own logprob and version (or every one ``version``, if given)
+    and every call its own latency, so a row or a metric that shifts, swaps or
+    mixes them up shows.
+
+    Failures: the first ``failures`` calls raise the way AReaL's client gives up
+    on one (before the call counts for an episode); every call of an episode in
+    ``fail_for`` raises; ``fail_at={episode: turn}`` raises at that turn.
     """
 
-    def __init__(self, script, fail_at: dict[int, int] | None = None):
+    final_budget = 64
+
+    def __init__(
+        self,
+        tokenizer=None,
+        answer_for=None,
+        *,
+        script=None,
+        version: int | None = None,
+        fail_for=(),
+        fail_at: dict[int, int] | None = None,
+        failures: int = 0,
+    ):
+        if (answer_for is None) == (script is None):
+            raise TypeError("FakeEngine: give answer_for (with tokenizer) or script")
+        self.tokenizer = tokenizer
+        self.answer_for = answer_for
         self.script = script
+        self.version = version
+        self.fail_for = set(fail_for)
         self.fail_at = dict(fail_at or {})
+        self.failures = failures
+        self.attempts = 0
         self.calls: list[Call] = []
         self.episodes: dict[str, int] = {}
         self.turns: dict[int, int] = {}
+        if answer_for is not None:
+            self.word_ids = tokenizer.encode(" memo", add_special_tokens=False)
 
     def get_version(self) -> int:
-        return 0
+        return self.version or 0
+
+    @property
+    def requests(self) -> list[tuple[int, list[int], object]]:
+        """``(episode, input_ids, gconfig)`` of every call, in the order answered."""
+        return [(c.episode, c.input_ids, c.gconfig) for c in self.calls]
+
+    def memory_tokens(self, call: int) -> list[int]:
+        return self.word_ids * (1 + call % 3)
+
+    def answer(self, episode: int, max_new_tokens: int) -> list[int]:
+        """What ``answer_for`` mode writes (``len(self.calls)`` calls before)."""
+        if max_new_tokens == self.final_budget:
+            out = self.tokenizer.encode(
+                self.answer_for(episode), add_special_tokens=False
+            )
+        else:
+            out = self.memory_tokens(len(self.calls) + 1)
+        return out[: max_new_tokens - 1] + [self.tokenizer.eos_token_id]
 
     async def agenerate(self, req) -> ModelResponse:
+        self.attempts += 1
+        if self.attempts <= self.failures:
+            raise RuntimeError("Failed after 3 retries each. Last error: reset")
         await asyncio.sleep(0)  # let the episodes of a group interleave
         episode = self.episodes.setdefault(req.rid, len(self.episodes))
+        if episode in self.fail_for:
+            raise RuntimeError(f"engine failure in episode {episode}")
         turn = self.turns[episode] = self.turns.get(episode, -1) + 1
         if self.fail_at.get(episode) == turn:
             raise RuntimeError(f"scripted failure: episode {episode}, turn {turn}")
-        out, stop_reason = self.script(episode, turn)
+        max_new = req.gconfig.max_new_tokens
+        if self.script is None:
+            out, stop_reason = self.answer(episode, max_new), "stop"
+        else:
+            out, stop_reason = self.script(episode, turn)
         n = len(self.calls)
         # k / 4096 is exact in float32, so logprobs compare with ==
         logprobs = [-(1 + 64 * n + i) / 4096 for i in range(len(out))]
-        versions = [3 + episode + turn + i // 2 for i in range(len(out))]
+        if self.version is None:
+            versions = [3 + episode + turn + i // 2 for i in range(len(out))]
+        else:
+            versions = [self.version] * len(out)
         call = Call(
             episode=episode,
             turn=turn,
             input_ids=list(req.input_ids),
-            max_new_tokens=req.gconfig.max_new_tokens,
+            gconfig=req.gconfig,
+            max_new_tokens=max_new,
             output_ids=list(out),
             stop_reason=stop_reason,
             logprobs=logprobs,
@@ -134,7 +150,7 @@ class ScriptedEngine:
 
 
 class MemoryScript:
-    """A `ScriptedEngine` script whose every turn is a case with a known outcome.
+    """A `FakeEngine` script whose every turn is a case with a known outcome.
 
     Memory turn ``k`` of episode ``e`` writes, by ``k % 6``: a memory + EOS; a
     memory cut at the budget (``budget`` tokens, no stop token, stop_reason

@@ -15,31 +15,18 @@ answer is") and are scored like MemAgent's final turn.
 
 from __future__ import annotations
 
-import time
 import uuid
-from functools import partial
 from typing import Any
 
 import numpy as np
 from areal.api import InferenceEngine
-from areal.utils import logging
 
-from memagent_workflow.context import aencode_context
+from memagent_workflow.chunking import centre_truncate
+from memagent_workflow.context import aencode_context, prompt_room
 from memagent_workflow.episode import Episode, parse_item
-from memagent_workflow.eval.results import make_record
-from memagent_workflow.eval.workflow import MemAgentEvalWorkflow, _id_and_answers, _why
-from memagent_workflow.prompts import CHUNK_SLOT, render_chat
-
-logger = logging.getLogger("MemAgentEval")
-
-# How each answer protocol (memagent.answer_protocol) asks for the answer; the
-# same wording as the built-in final prompts (prompts.py).
-_ASK = {
-    "boxed": "You may reason briefly first; put the final answer, and nothing "
-    "else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.",
-    "answer_is": "You may reason briefly first; end your response with "
-    '"Therefore, the answer is (your answer)".',
-}
+from memagent_workflow.eval.workflow import EvalSample, MemAgentEvalWorkflow
+from memagent_workflow.prompt_tokens import CHUNK_SLOT, encode_text, render_chat
+from memagent_workflow.prompts import ANSWER_ASKS
 
 FULL_CONTEXT_PROMPT = """\
 Read the document below, then answer the question that follows it. {ask}
@@ -63,9 +50,14 @@ Answer the question below. {ask}
 
 Answer:"""
 
-#: The baselines' prompt templates per answer protocol, keyed like ``_ASK``.
-FULL_CONTEXT_PROMPTS = {p: FULL_CONTEXT_PROMPT.format(ask=a) for p, a in _ASK.items()}
-NO_CONTEXT_PROMPTS = {p: NO_CONTEXT_PROMPT.format(ask=a) for p, a in _ASK.items()}
+#: The baselines' prompt templates per answer protocol, asking for the answer
+#: as the built-in final prompts do (``prompts.ANSWER_ASKS``).
+FULL_CONTEXT_PROMPTS = {
+    p: FULL_CONTEXT_PROMPT.format(ask=a) for p, a in ANSWER_ASKS.items()
+}
+NO_CONTEXT_PROMPTS = {
+    p: NO_CONTEXT_PROMPT.format(ask=a) for p, a in ANSWER_ASKS.items()
+}
 
 WORKFLOWS = {
     "memagent": "memagent_workflow.eval.workflow.MemAgentEvalWorkflow",
@@ -80,19 +72,9 @@ def workflow_for(mode: str) -> tuple[type, str]:
     return cls, WORKFLOWS[mode]
 
 
-def centre_cut(ids: np.ndarray, keep: int) -> tuple[np.ndarray, int]:
-    """The first and last halves of ``ids`` that total ``keep`` tokens, and the
-    number of tokens cut (0 if everything fits)."""
-    if len(ids) <= keep:
-        return ids, 0
-    head = (keep + 1) // 2
-    tail = keep - head
-    kept = np.concatenate([ids[:head], ids[len(ids) - tail :] if tail else ids[:0]])
-    return kept, len(ids) - keep
-
-
 class BaselineEvalWorkflow(MemAgentEvalWorkflow):
-    """One turn per sample: the whole (centre-cut) context, or none of it."""
+    """One turn per sample: the whole (centre-cut) context, or none of it; the
+    sample loop and its records are ``MemAgentEvalWorkflow``'s."""
 
     def __init__(self, *args: Any, mode: str = "full_context", **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -101,13 +83,9 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
                 f"baseline mode must be full_context or no_context, got {mode!r}"
             )
         self.mode = mode
-        self.window = (
-            self.final_gconfig.max_tokens - self.final_gconfig.max_new_tokens - 1
+        self.window = prompt_room(
+            self.final_gconfig.max_new_tokens, self.final_gconfig.max_tokens
         )
-
-    def _encode(self, text: str) -> np.ndarray:
-        ids = self.tokenizer.encode(text, add_special_tokens=False) if text else []
-        return np.asarray(ids, dtype=np.int32)
 
     async def build_prompt(
         self, question: str, context: str
@@ -118,7 +96,7 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
                 self.tokenizer,
                 NO_CONTEXT_PROMPTS[self.answer_protocol].format(question=question),
             )
-            return self._encode(text), 0, 0
+            return encode_text(self.tokenizer, text), 0, 0
         text = render_chat(
             self.tokenizer,
             FULL_CONTEXT_PROMPTS[self.answer_protocol].format(
@@ -126,7 +104,8 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
             ),
         )
         before, after = text.split(CHUNK_SLOT)
-        before_ids, after_ids = self._encode(before), self._encode(after)
+        before_ids = encode_text(self.tokenizer, before)
+        after_ids = encode_text(self.tokenizer, after)
         ids = await aencode_context(self.tokenizer, context)
         keep = self.window - len(before_ids) - len(after_ids)
         if keep < 0:
@@ -134,70 +113,27 @@ class BaselineEvalWorkflow(MemAgentEvalWorkflow):
                 f"the question and instruction alone ({len(before_ids) + len(after_ids)} "
                 f"tokens) exceed the window of {self.window} prompt tokens"
             )
-        kept, cut = centre_cut(ids, keep)
+        kept, cut = centre_truncate(ids, keep)
         return np.concatenate([before_ids, kept, after_ids]), len(ids), cut
 
-    async def arun_episode(
-        self, engine: InferenceEngine, data: dict[str, Any]
-    ) -> dict[str, Any]:
-        sample_id, answers, repeat = _id_and_answers(data)
-        record = partial(self._record, repeat=repeat)
-        start = time.perf_counter()
-        context_tokens = cut = None
-        try:
-            _, question, context, answers = parse_item(data)
-            prompt, context_tokens, cut = await self.build_prompt(question, context)
-        except Exception as exc:  # malformed sample or no room: retrying will not help
-            return record(
-                sample_id, answers, None, context_tokens, cut, error=_why(exc)
-            )
-        error = "no attempt made"
-        for attempt in range(1 + self.max_retries):
-            ep = Episode()
-            try:
-                turn = await self.generate(
-                    engine, uuid.uuid4().hex, prompt, self.final_gconfig, ep
-                )
-            except Exception as exc:
-                error = _why(exc)
-                logger.warning(
-                    f"sample {sample_id}: attempt {attempt + 1}/"
-                    f"{1 + self.max_retries} failed: {error}"
-                )
-                continue
-            answer = self.tokenizer.decode(
-                self.strip_stop(turn.output_ids), skip_special_tokens=True
-            )
-            return record(
-                sample_id,
-                answers,
-                answer,
-                context_tokens,
-                cut,
-                output_tokens=len(turn.output_ids),
-                latency_s=time.perf_counter() - start,
-            )
-        return record(
-            sample_id,
-            answers,
-            None,
-            context_tokens,
-            cut,
-            latency_s=time.perf_counter() - start,
-            error=f"failed after {1 + self.max_retries} attempts; last: {error}",
-        )
+    async def prepare(self, sample: EvalSample, data: dict[str, Any]) -> np.ndarray:
+        """The prompt; the context's size and cut go to the sample's record."""
+        sample.fields.update(n_chunks=0 if self.mode == "no_context" else 1)
+        sample.extra.update(mode=self.mode, cut_tokens=None)
+        _, question, context, sample.answers = parse_item(data)
+        prompt, context_tokens, cut = await self.build_prompt(question, context)
+        sample.fields["context_tokens"] = context_tokens
+        sample.extra["cut_tokens"] = cut
+        return prompt
 
-    def _record(
-        self, sample_id, answers, prediction, context_tokens, cut, **kw
-    ) -> dict[str, Any]:
-        n_chunks = 0 if self.mode == "no_context" else 1
-        rec = make_record(
-            sample_id,
-            answers,
-            prediction,
-            protocol=self.answer_protocol,
-            n_chunks=n_chunks,
-            context_tokens=context_tokens,
-            **kw,
+    async def answer(
+        self, engine: InferenceEngine, work: np.ndarray
+    ) -> tuple[str, int]:
+        """One attempt: the answer to the one prompt, and its tokens."""
+        turn = await self.generate(
+            engine, uuid.uuid4().hex, work, self.final_gconfig, Episode()
         )
-        return {**rec, "mode": self.mode, "cut_tokens": cut}
+        text = self.tokenizer.decode(
+            self.strip_stop(turn.output_ids), skip_special_tokens=True
+        )
+        return text, len(turn.output_ids)

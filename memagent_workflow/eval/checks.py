@@ -18,9 +18,10 @@ from areal.utils import logging
 from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import results, sets, targets
-from memagent_workflow.eval.config import PAPER, RULER_HQA, MemAgentEvalConfig
+from memagent_workflow.eval.benchmarks import RULER_HQA, Benchmark
+from memagent_workflow.eval.config import PAPER, MemAgentEvalConfig
 from memagent_workflow.eval.targets import Target
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -160,9 +161,7 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
     mode = config.eval.mode
     extra = {} if mode == "memagent" else {"mode": mode}
     try:
-        kwargs = workflow_kwargs(
-            config, gconfig=config.gconfig, max_retries=config.eval.max_retries, **extra
-        )
+        kwargs = workflow_kwargs(config, gconfig=config.gconfig, **extra)
         workflow_for(mode)[0](**kwargs)
     except ValueError as exc:  # PromptFileError included
         raise EvalRefused(str(exc)) from exc
@@ -191,15 +190,17 @@ def scan_targets(
     chunks is refused here: evaluation never cuts a document.
     """
     ev, mem = config.eval, config.memagent
-    missing = [t for t in plan if not t.data_file(ev).is_file()]
+    missing: dict[Benchmark, list[int]] = {}
+    for t in plan:
+        if not t.data_file(ev).is_file():
+            missing.setdefault(t.benchmark, []).append(t.length)
     if missing:
-        hqa = [t.length for t in missing if t.task == RULER_HQA]
-        other = [t.data_file(ev).name for t in missing if t.task != RULER_HQA]
         raise EvalRefused(
-            (f"no eval file for N={hqa} under {ev.data_root} " if hqa else "")
-            + (f"no RULER file {other} under {ev.ruler_data_root} " if other else "")
-            + "(examples/prepare_eval_data.py downloads, builds or generates them: "
-            "--download / --build for RULER-HQA, --ruler for RULER tasks)"
+            "; ".join(
+                f"no eval file for {b.label} {b.symbol}={lengths} under "
+                f"{b.data_root(ev)} (examples/prepare_eval_data.py {b.prepare})"
+                for b, lengths in missing.items()
+            )
         )
     cap = None if mem.max_chunks is None else mem.max_chunks * mem.chunk_tokens
     if ev.mode != "memagent":

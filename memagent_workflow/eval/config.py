@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memagent_workflow.config import MemAgentGRPOConfig, RunConfig
+from memagent_workflow.config import MemAgentGRPOConfig
+from memagent_workflow.eval.benchmarks import BENCHMARKS, RULER_HQA
 from memagent_workflow.eval.ruler.tasks import PAPER_LENGTHS, expand_names
 from memagent_workflow.eval.sets import DEFAULT_LENGTHS, OFFICIAL_LENGTHS
 
@@ -24,9 +25,6 @@ HEADLINES = ("all", "non_failed")
 #: How a sample is read: MemAgent's chunks and memory, or a baseline that reads
 #: the whole context in one turn (centre-cut to the window) or none of it.
 MODES = ("memagent", "full_context", "no_context")
-#: The RULER-HQA task (eval.lengths: documents per sample); any other name in
-#: eval.tasks is a RULER task (eval.ruler_lengths: tokens).
-RULER_HQA = "ruler_hqa"
 
 
 @dataclass
@@ -83,10 +81,6 @@ class EvalConfig:
             "ones. false: move old results aside (*.bak) and start over."
         },
     )
-    max_retries: int = field(
-        default=2,
-        metadata={"help": "Extra attempts for a sample whose episode raised."},
-    )
     label: str = field(
         default="",
         metadata={
@@ -142,38 +136,16 @@ class EvalConfig:
         self.tasks = [RULER_HQA] * (RULER_HQA in self.tasks) + expand_names(ruler)
         if not self.tasks:
             raise ValueError("eval.tasks is empty")
-        if ruler and (not self.ruler_lengths or min(self.ruler_lengths) < 1):
-            raise ValueError(
-                f"eval.ruler_lengths must be positive ints, got {self.ruler_lengths}"
-            )
         if self.concurrency < 1:
             raise ValueError(f"eval.concurrency must be >= 1, got {self.concurrency}")
-        if self.max_retries < 0:
-            raise ValueError(f"eval.max_retries must be >= 0, got {self.max_retries}")
-        if RULER_HQA not in self.tasks:
-            return
-        if not self.lengths or any(int(n) < 1 for n in self.lengths):
-            raise ValueError(
-                f"eval.lengths must be a non-empty list of positive ints, "
-                f"got {self.lengths}"
-            )
-
-
-@dataclass
-class EvalRunConfig(RunConfig):
-    """``run:`` of an eval config: its config class and its inference setup."""
-
-    config: str = field(
-        default="memagent_workflow.eval.config.MemAgentEvalConfig",
-        metadata={"help": "Config class that parses this file (read before parsing)."},
-    )
-    inference: str = field(
-        default="memagent_workflow.eval.engine.ClusterInference",
-        metadata={
-            "help": "Class (a ClusterInference) that prepares the model and data "
-            "and provides the servers or the scheduler's surroundings."
-        },
-    )
+        # The lengths of the tasks run: documents (eval.lengths), tokens (ruler_lengths).
+        for key in dict.fromkeys(BENCHMARKS[t].lengths_key for t in self.tasks):
+            lengths = getattr(self, key)
+            if not lengths or any(int(n) < 1 for n in lengths):
+                raise ValueError(
+                    f"eval.{key} must be a non-empty list of positive ints, "
+                    f"got {lengths}"
+                )
 
 
 @dataclass
@@ -181,7 +153,6 @@ class MemAgentEvalConfig(MemAgentGRPOConfig):
     """The training config plus ``eval:``; the train-only sections keep defaults."""
 
     eval: EvalConfig = field(default_factory=EvalConfig)
-    run: EvalRunConfig = field(default_factory=EvalRunConfig)
 
     def __post_init__(self):
         super().__post_init__()

@@ -1,8 +1,8 @@
 """The inference engine of an eval run: SGLang launched by AReaL, or running servers.
 
 What surrounds the engine (the model and data a cluster holds, the servers
-already running, the engine class) is a ``ClusterInference``, named by the
-config's ``run.inference`` import string; a CPU config names the stand-in's.
+already running, the engine class) is a ``ClusterInference``: ``examples/eval.py``
+builds this one; the CPU stand-in's eval entry passes its own subclass.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from areal.utils import logging
-from areal.utils.dynamic_import import import_from_string
 
 from memagent_workflow.eval.checks import EvalRefused
 from memagent_workflow.eval.config import MemAgentEvalConfig
@@ -60,16 +59,6 @@ class ClusterInference:
         )
 
 
-def inference_of(config: MemAgentEvalConfig) -> ClusterInference:
-    """The config's ``run.inference`` class, built for ``config``."""
-    cls = import_from_string(config.run.inference)
-    if not (isinstance(cls, type) and issubclass(cls, ClusterInference)):
-        raise EvalRefused(
-            f"run.inference={config.run.inference!r} is not a ClusterInference"
-        )
-    return cls(config)
-
-
 @contextlib.contextmanager
 def open_engine(
     config: MemAgentEvalConfig, inference: ClusterInference
@@ -96,7 +85,8 @@ def open_engine(
                 raise EvalRefused(
                     f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
                     "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
-                    "use a CPU config (config_eval_cpu.yaml)."
+                    "run the CPU stand-in (python -m standin.eval --config "
+                    "config_eval_cpu.yaml)."
                 ) from exc
         stack.callback(engine.destroy)
         yield engine

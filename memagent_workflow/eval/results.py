@@ -1,9 +1,7 @@
-"""Eval results on disk: one JSONL per length, appended as samples finish.
+"""Eval results on disk: one JSONL per target, appended as samples finish.
 
-Over 300 lines because the record schema, the crash-safe writer and the
-summaries (both denominators, repeats) must agree field by field: one file.
-
-``length_{N}.jsonl`` holds one JSON object per line and per finished sample.
+A results file (``length_{N}.jsonl`` for RULER-HQA; its name comes from the
+target, ``targets.py``) holds one JSON object per line and per finished sample.
 A sample may appear more than once (a failed sample retried by a later run);
 readers take the last line per id. A line is written with one ``write`` and
 then flushed and fsync'ed, so a killed run leaves at most a torn last line,
@@ -17,7 +15,7 @@ null if the sample failed); ``extracted`` (the answer the protocol reads from
 it: a box, or what follows "the answer is"; null if none); ``answers``;
 ``counted`` (false for an empty output, which the original counts in no
 average); ``sub_em``, ``em``, ``f1`` (the original's per-sample scores, see
-``reward.eval_metrics``; an error scores 0); ``n_chunks`` and
+``eval/scoring.py``; an error scores 0); ``n_chunks`` and
 ``context_tokens`` (the document as read);
 ``output_tokens`` (all turns); ``latency_s`` (the sample's wall time, turns
 run one after another); ``error`` (null, or why the sample failed after its
@@ -33,7 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.reward import eval_metrics
+from memagent_workflow.eval.scoring import eval_metrics
 
 RECORD_KEYS = (
     "id",
@@ -53,11 +51,6 @@ RECORD_KEYS = (
 )
 SUMMARY_FILE = "summary.json"
 TIMING_FILE = "timing.jsonl"
-
-
-def results_path(output_dir: str | os.PathLike, n: int) -> Path:
-    """``{output_dir}/length_{n}.jsonl``."""
-    return Path(output_dir) / f"length_{n}.jsonl"
 
 
 # ------------------------------------------------------------------ records
@@ -294,37 +287,3 @@ def summarize_length(
         "wall_s": wall if seg else None,
         "tokens_per_s": tokens / wall if seg and wall > 0 else None,
     }
-
-
-def present_lengths(output_dir: str | os.PathLike) -> list[int]:
-    """Lengths N with a ``length_{N}.jsonl`` in ``output_dir``."""
-    out = []
-    for p in Path(output_dir).glob("length_*.jsonl"):
-        tail = p.stem.removeprefix("length_")
-        if tail.isdigit():
-            out.append(int(tail))
-    return sorted(out)
-
-
-def summarize(
-    output_dir: str | os.PathLike,
-    expected: dict[int, list[str]] | None = None,
-    meta: dict[str, Any] | None = None,
-    n_samples: int = 1,
-) -> dict[str, Any]:
-    """Summary of every length present in ``output_dir`` (``expected``: ids per
-    N, each sampled ``n_samples`` times)."""
-    expected = expected or {}
-    timing = read_timing(output_dir)
-    lengths = sorted(set(present_lengths(output_dir)) | set(expected))
-    rows = [
-        summarize_length(
-            n,
-            read_records(results_path(output_dir, n)),
-            expected.get(n),
-            timing,
-            n_samples,
-        )
-        for n in lengths
-    ]
-    return {"meta": {**(meta or {}), "denominators": DENOMINATORS}, "lengths": rows}

@@ -1,12 +1,13 @@
 """What one eval run covers: (task, length, mode) targets, their files and rows.
 
-A target is one eval file read in one mode. RULER-HQA files are
-``{data_root}/eval_{N}.json`` (N documents), RULER task files
-``{ruler_data_root}/eval_{task}_{L}.json`` (L tokens). Results go to
-``{output_dir}/{stem}[.{mode}].jsonl`` with stem ``length_{N}`` (RULER-HQA) or
-``{task}_{L}``; MemAgent mode keeps the bare name, so earlier RULER-HQA runs
-read as before. Several modes and tasks can share one output folder: the
-summary and the table show every result file found there.
+A target is one eval file read in one mode; its task's ``Benchmark``
+(``benchmarks.py``) names the files: RULER-HQA reads
+``{data_root}/eval_{N}.json`` (N documents) and writes ``length_{N}``, a RULER
+task reads ``{ruler_data_root}/eval_{task}_{L}.json`` (L tokens) and writes
+``{task}_{L}``; results go to ``{output_dir}/{stem}[.{mode}].jsonl``. MemAgent
+mode keeps the bare name, so earlier RULER-HQA runs read as before. Several
+modes and tasks can share one output folder: the summary and the table show
+every result file found there.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.eval import results, sets
-from memagent_workflow.eval.config import MODES, RULER_HQA, EvalConfig
-from memagent_workflow.eval.ruler.generate import ruler_file
-from memagent_workflow.eval.ruler.scoring import score_record
-from memagent_workflow.eval.ruler.tasks import TASKS
-
-_RESULT = re.compile(
-    r"^(?:length|(?P<task>[a-z0-9_]+?))_(?P<n>\d+)(?:\.(?P<mode>[a-z_]+))?$"
+from memagent_workflow.eval import results
+from memagent_workflow.eval.benchmarks import (
+    BENCHMARKS,
+    SUMMARY_KEYS,
+    Benchmark,
+    by_results_prefix,
 )
+from memagent_workflow.eval.config import MODES, EvalConfig
+
+_RESULT = re.compile(r"^(?P<prefix>[a-z0-9_]+?)_(?P<n>\d+)(?:\.(?P<mode>[a-z_]+))?$")
 
 
 @dataclass(frozen=True)
@@ -36,45 +38,44 @@ class Target:
     mode: str
 
     @property
+    def benchmark(self) -> Benchmark:
+        return BENCHMARKS[self.task]
+
+    @property
     def stem(self) -> str:
-        return (
-            f"length_{self.length}"
-            if self.task == RULER_HQA
-            else f"{self.task}_{self.length}"
-        )
+        return f"{self.benchmark.results_prefix}_{self.length}"
 
     @property
     def name(self) -> str:
         return self.stem if self.mode == "memagent" else f"{self.stem}.{self.mode}"
 
     def data_file(self, ev: EvalConfig) -> Path:
-        if self.task == RULER_HQA:
-            return sets.eval_file(ev.data_root, self.length)
-        return ruler_file(ev.ruler_data_root, self.task, self.length)
+        b = self.benchmark
+        return b.data_file(b.data_root(ev), self.length)
 
     def results_file(self, output_dir: str | Path) -> Path:
         return Path(output_dir) / f"{self.name}.jsonl"
 
     @property
     def timing_keys(self) -> dict[str, str]:
-        """Keys that tell this target's timing lines apart (none for RULER-HQA
-        in MemAgent mode, whose lines predate them)."""
-        if self.task == RULER_HQA and self.mode == "memagent":
+        """Keys that tell this target's timing lines apart (none where its
+        MemAgent-mode lines predate them: RULER-HQA)."""
+        if self.benchmark.untagged_timing and self.mode == "memagent":
             return {}
         return {"task": self.task, "mode": self.mode}
 
     def finish(self, record: dict[str, Any]) -> dict[str, Any]:
-        """The record as written: RULER tasks get their RULER score."""
-        return record if self.task == RULER_HQA else score_record(record, self.task)
+        """The record as written, scored as its benchmark scores it."""
+        return self.benchmark.score(record)
 
 
 def planned(ev: EvalConfig) -> list[Target]:
     """The targets of this run's config, in run order."""
-    out = []
-    for task in ev.tasks:
-        lengths = ev.lengths if task == RULER_HQA else ev.ruler_lengths
-        out += [Target(task, int(n), ev.mode) for n in lengths]
-    return out
+    return [
+        Target(task, n, ev.mode)
+        for task in ev.tasks
+        for n in BENCHMARKS[task].lengths(ev)
+    ]
 
 
 def present(output_dir: str | Path) -> list[Target]:
@@ -82,23 +83,15 @@ def present(output_dir: str | Path) -> list[Target]:
     found = []
     for path in Path(output_dir).glob("*.jsonl"):
         m = _RESULT.match(path.stem)
-        if not m:
-            continue
-        task = m["task"] or RULER_HQA
-        mode = m["mode"] or "memagent"
-        if (task == RULER_HQA or task in TASKS) and mode in MODES:
-            found.append(Target(task, int(m["n"]), mode))
+        b = by_results_prefix(m["prefix"]) if m else None
+        mode = (m["mode"] if m else None) or "memagent"
+        if b is not None and mode in MODES:
+            found.append(Target(b.name, int(m["n"]), mode))
     return found
 
 
 def _order(t: Target) -> tuple:
-    task_rank = 0 if t.task == RULER_HQA else 1 + list(TASKS).index(t.task)
-    return (task_rank, MODES.index(t.mode), t.length)
-
-
-def _pct(rows: list[dict[str, Any]], key: str) -> float | None:
-    vals = [float(r.get(key) or 0.0) for r in rows]
-    return 100.0 * sum(vals) / len(vals) if vals else None
+    return (list(BENCHMARKS).index(t.task), MODES.index(t.mode), t.length)
 
 
 def summarize(
@@ -107,12 +100,13 @@ def summarize(
     meta: dict[str, Any],
     n_samples: int = 1,
 ) -> dict[str, Any]:
-    """``summary.json``: ``lengths`` (RULER-HQA rows, every mode) and ``ruler``
-    (RULER task rows); each row carries ``task`` and ``mode``. ``expected``:
-    ids per target, each sampled ``n_samples`` times."""
+    """``summary.json``: a list of rows per ``Benchmark.summary_key`` (``lengths``:
+    RULER-HQA rows, every mode; ``ruler``: RULER task rows); each row carries
+    ``task`` and ``mode``. ``expected``: ids per target, each sampled
+    ``n_samples`` times."""
     timing = results.read_timing(output_dir)
     every = sorted(set(present(output_dir)) | set(expected), key=_order)
-    hqa, ruler = [], []
+    lists: dict[str, list[dict[str, Any]]] = {key: [] for key in SUMMARY_KEYS}
     for t in every:
         keys = t.timing_keys
         seg = [
@@ -132,18 +126,6 @@ def summarize(
             row["cut_samples"] = sum(1 for r in recs if (r.get("cut_tokens") or 0) > 0)
             cuts = [r.get("cut_tokens") or 0 for r in recs]
             row["mean_cut_tokens"] = sum(cuts) / len(cuts) if cuts else None
-        if t.task == RULER_HQA:
-            hqa.append(row)
-        else:
-            ok = [r for r in recs if r.get("error") is None]
-            row.update(
-                metric=TASKS[t.task].metric,
-                score=_pct(recs, "ruler_score"),
-                score_non_failed=_pct(ok, "ruler_score"),
-            )
-            ruler.append(row)
-    return {
-        "meta": {**meta, "denominators": results.DENOMINATORS},
-        "lengths": hqa,
-        "ruler": ruler,
-    }
+        row.update(t.benchmark.columns(recs))
+        lists[t.benchmark.summary_key].append(row)
+    return {"meta": {**meta, "denominators": results.DENOMINATORS}, **lists}

@@ -3,14 +3,22 @@
 ``arun_episode`` returns a small plain dict (see ``results.make_record``), not
 training rows; AReaL passes such dicts through when
 ``rollout.check_trajectory_format`` is false. It never raises and never returns
-None: a sample whose episode keeps failing comes back, after ``max_retries``
-more attempts, as a record with ``error`` set, so the caller can count it.
+None: a sample whose episode fails comes back as a record with ``error`` set,
+so the caller can count it. The episode is not run again here: its model calls
+already waited out transient failures (``memagent.engine_retry_s``, the one
+retry layer: `engine_calls.agenerate_with_retry`), and a rerun of the eval
+retries every sample recorded with an error.
+
+The sample loop is written once, here, for every eval mode: ``prepare`` reads
+a sample (refusing what no attempt can fix), ``answer`` makes the one attempt
+and ``attempt`` builds its record; the baselines (``baseline.py``) override
+``prepare`` and ``answer``.
 """
 
 from __future__ import annotations
 
 import time
-from functools import partial
+from dataclasses import dataclass, field
 from typing import Any
 
 from areal.api import InferenceEngine
@@ -23,85 +31,115 @@ from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentEval")
 
+#: How the ``error`` of a sample whose attempt raised begins.
+FAILED = "episode failed: "
 
-def _why(exc: BaseException) -> str:
+
+class SampleRefused(Exception):
+    """A sample no attempt can answer; its message is the record's ``error``."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """How a failure reads in a record's ``error``."""
+    if isinstance(exc, SampleRefused):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _id_and_answers(data: Any) -> tuple[str, list[str], int]:
-    """What a result record needs even for a malformed sample (best effort):
-    id, answers and ``repeat`` (which sample of the question this is; eval.py
-    adds it to the data item)."""
-    raw = data if isinstance(data, dict) else {}
-    try:
-        sample_id = parse_id(raw, fallback="<no id>")
-    except BadField:
-        sample_id = "<bad id>"
-    answers = raw.get("answers") or []
-    answers = [answers] if isinstance(answers, str) else list(answers)
-    repeat = raw.get("repeat", 0)
-    repeat = repeat if isinstance(repeat, int) and not isinstance(repeat, bool) else 0
-    return sample_id, [a for a in answers if isinstance(a, str)], repeat
+@dataclass
+class EvalSample:
+    """What a result record says about one sample besides its answer."""
+
+    id: str
+    answers: list[str]
+    repeat: int  # which sample of the question this is (eval.py adds it)
+    fields: dict[str, Any] = field(default_factory=dict)  # make_record's, as read
+    extra: dict[str, Any] = field(default_factory=dict)  # keys added to the record
+    start: float = field(default_factory=time.perf_counter)
+
+    @classmethod
+    def of(cls, data: Any) -> EvalSample:
+        """Id, answers and repeat of a data item, even a malformed one (best
+        effort: a record must name it)."""
+        raw = data if isinstance(data, dict) else {}
+        try:
+            sample_id = parse_id(raw, fallback="<no id>")
+        except BadField:
+            sample_id = "<bad id>"
+        answers = raw.get("answers") or []
+        answers = [answers] if isinstance(answers, str) else list(answers)
+        repeat = raw.get("repeat", 0)
+        if not isinstance(repeat, int) or isinstance(repeat, bool):
+            repeat = 0
+        return cls(sample_id, [a for a in answers if isinstance(a, str)], repeat)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
 
 
 class MemAgentEvalWorkflow(MemAgentWorkflow):
     """One episode per sample, scored as the original scores the answer
     protocol; no chunk is ever cut."""
 
-    def __init__(self, *args: Any, max_retries: int = 2, **kwargs: Any):
+    def __init__(self, *args: Any, **kwargs: Any):
         kwargs["group_size"] = 1
         super().__init__(*args, **kwargs)
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        self.max_retries = max_retries
 
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
     ) -> dict[str, Any]:
-        sample_id, answers, repeat = _id_and_answers(data)
-        record = partial(make_record, protocol=self.answer_protocol, repeat=repeat)
-        start = time.perf_counter()
+        sample = EvalSample.of(data)
         try:
-            doc = await self.read_document(data)
-        except Exception as exc:  # malformed sample: retrying will not help
-            return record(sample_id, answers, None, error=_why(exc))
-        n_chunks, context_tokens = len(doc.chunks), doc.context_tokens
-        why = cut_refusal(context_tokens, self.chunk_tokens, self.max_chunks)
+            work = await self.prepare(sample, data)
+        except Exception as exc:  # malformed sample or no room: retrying will not help
+            return self.record(sample, None, error=describe_error(exc))
+        return await self.attempt(engine, sample, work)
+
+    async def prepare(self, sample: EvalSample, data: dict[str, Any]) -> Any:
+        """The document, chunked; its size goes to ``sample.fields``. A document
+        that would need more than ``max_chunks`` chunks is refused, not cut."""
+        doc = await self.read_document(data)
+        tokens = doc.context_tokens
+        sample.fields.update(n_chunks=len(doc.chunks), context_tokens=tokens)
+        why = cut_refusal(tokens, self.chunk_tokens, self.max_chunks)
         if why:
-            return record(
-                sample_id,
-                answers,
-                None,
-                n_chunks=-(-context_tokens // self.chunk_tokens),
-                context_tokens=context_tokens,
-                error=why,
+            sample.fields["n_chunks"] = -(-tokens // self.chunk_tokens)
+            raise SampleRefused(why)
+        return doc
+
+    async def answer(self, engine: InferenceEngine, work: Any) -> tuple[str, int]:
+        """One attempt: the final answer's text and the tokens generated."""
+        ep = await self.run_episode(engine, work, keep_turns=False)
+        return ep.answer, ep.output_tokens
+
+    async def attempt(
+        self, engine: InferenceEngine, sample: EvalSample, work: Any
+    ) -> dict[str, Any]:
+        """The record of one ``answer`` attempt, or of its failure (not retried
+        here: see the module's docstring)."""
+        try:
+            prediction, output_tokens = await self.answer(engine, work)
+        except Exception as exc:
+            error = describe_error(exc)
+            logger.warning(f"sample {sample.id} failed (a rerun retries it): {error}")
+            return self.record(
+                sample, None, latency_s=sample.elapsed(), error=f"{FAILED}{error}"
             )
-        error = "no attempt made"
-        for attempt in range(1 + self.max_retries):
-            try:
-                ep = await self.run_episode(engine, doc, keep_turns=False)
-            except Exception as exc:
-                error = _why(exc)
-                logger.warning(
-                    f"sample {sample_id}: attempt {attempt + 1}/"
-                    f"{1 + self.max_retries} failed: {error}"
-                )
-                continue
-            return record(
-                sample_id,
-                answers,
-                ep.answer,
-                n_chunks=n_chunks,
-                context_tokens=context_tokens,
-                output_tokens=ep.output_tokens,
-                latency_s=time.perf_counter() - start,
-            )
-        return record(
-            sample_id,
-            answers,
-            None,
-            n_chunks=n_chunks,
-            context_tokens=context_tokens,
-            latency_s=time.perf_counter() - start,
-            error=f"failed after {1 + self.max_retries} attempts; last: {error}",
+        return self.record(
+            sample, prediction, output_tokens=output_tokens, latency_s=sample.elapsed()
         )
+
+    def record(
+        self, sample: EvalSample, prediction: str | None, **kw: Any
+    ) -> dict[str, Any]:
+        """The sample's result line, scored under the answer protocol."""
+        rec = make_record(
+            sample.id,
+            sample.answers,
+            prediction,
+            protocol=self.answer_protocol,
+            repeat=sample.repeat,
+            **sample.fields,
+            **kw,
+        )
+        return {**rec, **sample.extra}

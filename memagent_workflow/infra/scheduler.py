@@ -20,7 +20,9 @@ things and nothing else:
   worker that dies first stops
   the run at once with a message naming the port (where AReaL's would wait
   forever); a worker that neither binds nor dies stops the run after
-  ``startup_timeout`` (at least ``MIN_START_TIMEOUT_S``).
+  ``startup_timeout`` (at least ``MIN_START_TIMEOUT_S``). The same bound holds
+  for a forked worker's ``/health``, which AReaL waits for 60 s only: on a loaded
+  machine (load above ~10 on 2 cores) importing torch and AReaL takes longer.
 """
 
 from __future__ import annotations
@@ -117,6 +119,16 @@ class MemAgentLocalScheduler(LocalScheduler):
             role,
             f"forked worker {role}/{idx} found its port in use by another "
             f"program {FORK_ATTEMPTS} times (last: {port})",
+        )
+
+    async def _wait_for_fork_ready(
+        self, session, host: str, port: int, timeout: float = 60
+    ) -> bool:
+        """AReaL's wait for a forked worker's ``/health``, given the start-up
+        bound of a spawned worker instead of AReaL's fixed 60 s."""
+        bound = max(timeout, self.startup_timeout, MIN_START_TIMEOUT_S)
+        return await LocalScheduler._wait_for_fork_ready(
+            session, host, port, timeout=bound
         )
 
     def _registered(self, worker_info) -> bool:

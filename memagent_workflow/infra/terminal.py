@@ -11,11 +11,12 @@ stdout). `quiet_terminal` keeps all of it on disk and shows little:
   pipe: every line is appended to ``console.log`` (what the terminal used to
   show), and the terminal shows a line only if `Screen` passes it: log records
   of level WARNING and above, the INFO records of the project's own loggers
-  (`SHOWN`: the step line, the start and the end of a run), and raw output
-  that is neither a progress bar nor a line of a hidden record (Python
-  warnings, tracebacks).
+  (`SHOWN`: the step line, the start and the end of a run, the build of the
+  stand-in's model), and raw output that is neither a progress bar nor a line
+  of a hidden record (Python warnings, tracebacks).
 
-`console()` is the terminal itself, for a progress bar.
+`console()` is the terminal itself, for a progress bar; `progress_bar` draws one
+there (the warm start's, the training steps').
 """
 
 from __future__ import annotations
@@ -32,8 +33,13 @@ from areal.utils import logging
 from tqdm import tqdm
 
 CONSOLE_LOG = "console.log"
-# Loggers whose INFO records the terminal shows (message only).
-SHOWN = ("MemAgentTrainer", "MemAgentTrain")
+# Loggers whose INFO records the terminal shows (message only): the step lines,
+# a run's start and end, and the start-up's model build (building, waiting for
+# another process's build, reusing a cached one, the warm start's summary).
+SHOWN = ("MemAgentTrainer", "MemAgentTrain", "BuildOnce", "StandinBuild")
+# Seconds between redraws of a progress bar: on a terminal, and into a pipe or
+# a file (where every redraw is kept: a few hundred in a 10-minute warm start).
+REDRAW_S, REDRAW_PIPED_S = 0.5, 5.0
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _RAY_PREFIX = re.compile(r"^\([^()]*pid=\d+[^()]*\)\s+")
@@ -54,6 +60,17 @@ _console: TextIO | None = None
 def console() -> TextIO:
     """The terminal: the real one under `quiet_terminal`, else stderr."""
     return _console if _console is not None else sys.stderr
+
+
+def progress_bar(total: int, desc: str, **kwargs) -> tqdm:
+    """A tqdm bar on `console()`, drawn whether or not it is a terminal (a piped
+    run shows it too), redrawn every `REDRAW_S` (`REDRAW_PIPED_S` into a pipe)."""
+    file = kwargs.pop("file", None) or console()
+    tty = getattr(file, "isatty", lambda: False)()
+    return tqdm(
+        total=total, desc=desc, file=file, dynamic_ncols=True,
+        mininterval=REDRAW_S if tty else REDRAW_PIPED_S, **kwargs,
+    )  # fmt: skip
 
 
 class Screen:

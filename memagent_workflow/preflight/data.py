@@ -1,6 +1,7 @@
 """Data and prompts: the train/valid files (or the eval files) exist and every
 row passes the project's schema; the prompts file is sound and its templates
 leave room for a full chunk (the same checks the entry scripts run at start).
+``turn_budgets_of`` counts a run's turns for the memory check too.
 """
 
 from __future__ import annotations
@@ -8,11 +9,18 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from memagent_workflow.context import (
+    FIT_RULE,
+    TurnBudget,
+    template_tokens,
+    turn_budgets,
+)
 from memagent_workflow.data.files import DataError, read_records
 from memagent_workflow.data.schema import BadField, check_rows
 from memagent_workflow.preflight.model import tokenizer_local
@@ -143,14 +151,14 @@ def check_eval_files(run: Run) -> Check:
 
 
 def check_prompts(run: Run) -> Check:
-    from memagent_workflow.prompt_file import PromptFileError, load_prompts
+    from memagent_workflow.prompts import PromptFileError, load_prompts
 
     name = "prompts fit a turn"
     cfg = run.config
     m = cfg.memagent
-    needed = f"template + memory + chunk {m.chunk_tokens} + new tokens < {cfg.gconfig.max_tokens}"
+    needed = f"every turn: {FIT_RULE}={cfg.gconfig.max_tokens}"
     try:
-        prompts = load_prompts(m.prompts)
+        prompts = load_prompts(m.prompts, m.answer_protocol)
     except PromptFileError as exc:
         return fail(FAMILY, name, str(exc), needed, "fix the prompts file")
     tok = cfg.tokenizer_path
@@ -174,10 +182,60 @@ def check_prompts(run: Run) -> Check:
     from memagent_workflow.eval.checks import EvalRefused
 
     try:
-        _build_workflows(run)
+        _build_workflows(run)  # the workflow refuses a turn that cannot fit
     except (ValueError, OSError, EvalRefused) as exc:  # PromptFileError, a budget
         return fail(FAMILY, name, f"{prompts.source}: {exc}", needed, "see the message")
-    return ok(FAMILY, name, f"{prompts.source} with tokenizer {tok}", needed)
+    fullest = max(turn_budgets_of(run)[0], key=lambda b: b.total)
+    found = f"{prompts.source} with tokenizer {tok}; fullest {fullest.describe()}"
+    return ok(FAMILY, name, found, needed)
+
+
+def turn_budgets_of(run: Run) -> tuple[tuple[TurnBudget, TurnBudget], str]:
+    """The run's fullest memory and final turns (``context.turn_budgets``), the
+    templates counted with its tokenizer; where that cannot load here, without
+    the templates, and a note saying so ("" when counted)."""
+    cfg, m = run.config, run.config.memagent
+    tok = cfg.tokenizer_path
+    counted: tuple[int, int, int] | str = f"tokenizer {tok} not cached"
+    if tokenizer_local(tok) or (
+        run.options.allow_download and not run.job_provides_inputs
+    ):
+        counted = _count_templates(
+            tok, m.prompts, m.answer_protocol, m.prompt_build, m.initial_memory
+        )
+    update, final, initial = (0, 0, 0) if isinstance(counted, str) else counted
+    budgets = turn_budgets(
+        (update, final),
+        chunk_tokens=m.chunk_tokens,
+        max_memory_tokens=m.max_memory_tokens,
+        max_final_tokens=m.max_final_tokens,
+        initial_memory_tokens=initial,
+    )
+    note = f"templates not counted: {counted}" if isinstance(counted, str) else ""
+    return budgets, note
+
+
+@lru_cache(maxsize=8)
+def _count_templates(
+    tokenizer_path: str,
+    prompts: str | None,
+    protocol: str,
+    build: str,
+    initial_memory: str,
+) -> tuple[int, int, int] | str:
+    """The two templates' own tokens and the initial memory's, or why not."""
+    from memagent_workflow.prompts import load_prompts
+    from memagent_workflow.workflow import load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(tokenizer_path)
+        update, final = template_tokens(
+            tokenizer, load_prompts(prompts, protocol), build
+        )
+    except (OSError, ValueError) as exc:  # no tokenizer or chat template, bad file
+        return f"{exc}"[:160]
+    initial = tokenizer.encode(initial_memory, add_special_tokens=False)
+    return update, final, len(initial)
 
 
 def _build_workflows(run: Run) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.data import turn_budgets_of
 from memagent_workflow.preflight.hardware import gib
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 FAMILY = "memory"
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-TEMPLATE_TOKENS = 256  # chat template and question around a turn's chunk and memory
 
 
 @dataclass(frozen=True)
@@ -106,11 +106,10 @@ class SGLangMemory:
         return max(1.0, self.planned_turns / max(1, self.turns_held))
 
 
-def turn_tokens(config) -> int:
-    """KV tokens of a typical memory turn: chunk, memory in and out, template."""
-    m = config.memagent
-    need = m.chunk_tokens + 2 * m.max_memory_tokens + TEMPLATE_TOKENS
-    return min(config.gconfig.max_tokens, need)
+def turn_tokens(run: Run) -> int:
+    """KV tokens of the fullest memory turn: its prompt (the real template, the
+    memory, the chunk) and its new tokens, as the data check counts them."""
+    return turn_budgets_of(run)[0][0].total
 
 
 def planned_turns(run: Run) -> int:
@@ -132,7 +131,7 @@ def sglang_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> SGLangMemory:
     weights = shape.params * dtype // tp
     pool = int((sg.mem_fraction_static or 0.9) * gpu_bytes)
     kv = max(0, pool - weights) // shape.kv_bytes_per_token(tp, kv_dtype)
-    return SGLangMemory(weights, pool, kv, turn_tokens(run.config), planned_turns(run))
+    return SGLangMemory(weights, pool, kv, turn_tokens(run), planned_turns(run))
 
 
 def _no_model(run: Run, name: str) -> Check | None:
@@ -197,10 +196,12 @@ def check_sglang(run: Run) -> Check:
     gpu, gpu_name = run.gpu_memory_bytes
     est = sglang_memory(run, run.model[0], gpu)
     mfs = run.config.sglang.mem_fraction_static
+    note = turn_budgets_of(run)[1]
     found = (
         f"pool {gib(est.pool)} (mem_fraction_static {mfs} of {gib(gpu)}) - weights "
         f"{gib(est.weights)} = {est.kv_tokens / 1e3:.0f}K KV tokens = "
         f"{est.turns_held} turns of {est.turn_tokens} tokens"
+        + (f" ({note})" if note else "")
     )
     needed = f"{est.planned_turns} concurrent turns per server (planned)"
     if est.kv_tokens <= run.config.gconfig.max_tokens:

@@ -60,6 +60,9 @@ class Run:
     hardware: HardwareProbe = field(default_factory=TorchHardware)
     packages: PackageProbe = field(default_factory=PackageProbe)
     ray: RayProbe = field(default_factory=RayProbe)
+    # What builds the model, writes missing data and starts its own Ray in place
+    # of a cluster, named in messages (a CPU stand-in entry); None: a cluster.
+    inputs_by: str | None = None
 
     @property
     def scheduler(self) -> str | None:
@@ -83,20 +86,14 @@ class Run:
 
     @property
     def job_provides_inputs(self) -> bool:
-        """Whether the config's ``run:`` hook stands in for a cluster (a CPU
-        config: ``run.job`` for training, ``run.inference`` for eval). It then
+        """Whether something stands in for a cluster (``inputs_by``): it then
         builds the model, writes missing data and starts its own Ray."""
-        run = self.config.run
-        if self.is_eval:
-            from memagent_workflow.eval.config import EvalRunConfig
-
-            return run.inference != EvalRunConfig().inference
-        return bool(run.job)
+        return self.inputs_by is not None
 
     @property
     def hook(self) -> str:
-        """The ``run:`` key of that hook, for messages."""
-        return "run.inference" if self.is_eval else "run.job"
+        """What stands in for the cluster, for messages."""
+        return self.inputs_by or "the cluster"
 
     @property
     def servers_running(self) -> bool:

@@ -5,7 +5,8 @@ AReaL's trainer takes each step's batch with ``actor.prepare_batch(dataloader,
 the first groups to finish. `MarksTrainedQuestions` is a mixin for the actor
 (one-process SPMD runs) and its controller (AReaL's single controller) whose
 ``prepare_batch`` tells the ledger which questions the batch holds, and names
-the servers when the ledger gives up waiting (`RolloutStalled`).
+the servers when the ledger gives up waiting (`RolloutStalled`). Both classes
+are in ``memagent_workflow/trainer/actor.py``.
 """
 
 from __future__ import annotations
@@ -13,12 +14,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from areal.trainer.ppo.actor import PPOActorController
-from areal.utils.environ import is_single_controller
-
 from memagent_workflow.recovery.ledger import INDEX_KEY, QuestionLedger, RolloutStalled
 from memagent_workflow.recovery.ledger_sync import mark_step
-from memagent_workflow.trainer.tied_groups import drop_tied_groups
 
 
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:
@@ -65,19 +62,4 @@ class MarksTrainedQuestions:
             raise RolloutStalled(f"{exc} Servers: {servers}.") from None
         if isinstance(dataloader, QuestionLedger):
             mark_step(dataloader, question_indices(batch), self)
-        return self.drop_tied_groups(batch)
-
-    def drop_tied_groups(self, batch: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """The batch for the actor's passes (``memagent.skip_tied_groups``, which
-        the trainer sets as ``skip_tied_groups`` on the actor or its controller)."""
-        skip = getattr(self, "skip_tied_groups", False)
-        if not is_single_controller():  # this rank's share; keep one group
-            return drop_tied_groups(batch, skip)
-        dp_size = getattr(getattr(self, "parallel_strategy", None), "dp_size", 1)
-        return drop_tied_groups(
-            batch, skip, min_groups=dp_size, release=self.clear_batches
-        )
-
-
-class MemAgentActorController(MarksTrainedQuestions, PPOActorController):
-    """AReaL's PPO actor controller (single controller) that marks trained questions."""
+        return batch

@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import torch.distributed as dist
+from areal.api import FinetuneSpec
 from areal.api.cli_args import RecoverConfig
 from areal.utils import logging
-from areal.utils.recover import RecoverHandler
+from areal.utils.recover import RecoverHandler, RecoverInfo
 from areal.utils.saver import Saver
 
 logger = logging.getLogger("RecoverCheckpoint")
@@ -99,12 +100,23 @@ class AtomicRecoverHandler(RecoverHandler):
     """AReaL's `RecoverHandler` whose checkpoints are replaced only once complete."""
 
     @classmethod
-    def take_over(cls, handler: RecoverHandler) -> AtomicRecoverHandler:
-        """This handler with ``handler``'s configuration and (restored) timers."""
-        new = cls(handler.config, handler.ft_spec)
-        new.freq_ctl = handler.freq_ctl
-        new.last_step_info = handler.last_step_info
-        return new
+    def resuming(
+        cls,
+        config: RecoverConfig,
+        ft_spec: FinetuneSpec,
+        recover_info: RecoverInfo | None,
+    ) -> AtomicRecoverHandler:
+        """A handler built as `PPOTrainer.__init__` builds AReaL's (``config`` is
+        ``config.recover``), then given what AReaL's ``load`` restores into a
+        handler: the checkpoint timer, from ``recover_info`` (None: a fresh start).
+
+        AReaL builds and uses its handler inside ``__init__``, with no hook for
+        the class, so the trainer builds this one after it; ``RecoverHandler.load``
+        is pinned in ``areal_private.py`` in case it starts restoring more."""
+        handler = cls(config, ft_spec)
+        if recover_info is not None:
+            handler.freq_ctl.load_state_dict(recover_info.checkpoint_info)
+        return handler
 
     def dump(self, engine: Any, step_info: Any, *args: Any, **kwargs: Any) -> None:
         self._set_aside_done = False

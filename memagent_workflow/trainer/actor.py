@@ -8,11 +8,16 @@ Adam moments and step count, learning rate, scheduler step); loading checks
 that what came back is what was saved, so a damaged checkpoint stops the run
 instead of silently training from a mix.
 
-Its ``prepare_batch`` (and its controller's, under AReaL's single controller)
-also tells the training data's `QuestionLedger` which questions each step's
-batch holds (`memagent_workflow.recovery.batches`). And the port of its xccl
-weight-update group, which AReaL draws from ``random`` seeded by ``seed``, is
-drawn from an OS-seeded state: two runs with one seed would draw the same.
+Its ``prepare_batch`` (and its controller's, `MemAgentActorController`, under
+AReaL's single controller) also tells the training data's `QuestionLedger` which
+questions each step's batch holds (`memagent_workflow.recovery.batches`), then
+counts the batch's tied groups and, with ``memagent.skip_tied_groups``, keeps
+them out of the passes (`memagent_workflow.trainer.tied_groups`); the trainer
+gives that value when it builds them (`in_process`, `as_controller`).
+
+And the port of its xccl weight-update group, which AReaL draws from ``random``
+seeded by ``seed``, is drawn from an OS-seeded state: two runs with one seed
+would draw the same.
 """
 
 from __future__ import annotations
@@ -27,13 +32,12 @@ import torch.distributed as dist
 from areal.api import SaveLoadMeta, Scheduler
 from areal.api.cli_args import PPOActorConfig
 from areal.engine import FSDPPPOActor
+from areal.trainer.ppo.actor import PPOActorController
 from areal.utils import logging
 
 from memagent_workflow.infra.scheduler import private_random
-from memagent_workflow.recovery.batches import (
-    MarksTrainedQuestions,
-    MemAgentActorController,
-)
+from memagent_workflow.recovery.batches import MarksTrainedQuestions
+from memagent_workflow.trainer.tied_groups import SkipsTiedGroups
 
 logger = logging.getLogger("MemAgentActor")
 
@@ -47,21 +51,59 @@ def _local_sq(t: torch.Tensor) -> float:
     return float(t.detach().double().square().sum())
 
 
-class MemAgentPPOActor(MarksTrainedQuestions, FSDPPPOActor):
+class MemAgentActorController(
+    SkipsTiedGroups, MarksTrainedQuestions, PPOActorController
+):
+    """AReaL's PPO actor controller (single controller) whose batches mark their
+    questions trained and, if told to, leave out tied groups."""
+
+    def __init__(
+        self,
+        train_engine: type,
+        config: PPOActorConfig,
+        scheduler: Scheduler,
+        skip_tied_groups: bool = False,
+    ):
+        super().__init__(train_engine=train_engine, config=config, scheduler=scheduler)
+        self.skip_tied_groups = skip_tied_groups
+
+
+class MemAgentPPOActor(SkipsTiedGroups, MarksTrainedQuestions, FSDPPPOActor):
     """`FSDPPPOActor` with the LR scheduler and a state check in recover
-    checkpoints, whose batches mark their questions trained."""
+    checkpoints, whose batches mark their questions trained and, if told to,
+    leave out tied groups.
+
+    Its constructor stays AReaL's (``cls(config)``: a single controller's workers
+    build it so, and never prepare batches); the trainer builds it with
+    `in_process` or `as_controller`."""
+
+    @classmethod
+    def in_process(
+        cls, config: PPOActorConfig, skip_tied_groups: bool = False
+    ) -> MemAgentPPOActor:
+        """The actor of a one-process (SPMD) run, which prepares its own batches."""
+        actor = cls(config=config)
+        actor.skip_tied_groups = skip_tied_groups
+        return actor
 
     @classmethod
     def as_controller(
-        cls, config: PPOActorConfig, scheduler: Scheduler
+        cls,
+        config: PPOActorConfig,
+        scheduler: Scheduler,
+        skip_tied_groups: bool = False,
     ) -> MemAgentActorController:
+        """The single controller's actor: workers of this class, batches prepared here."""
         if config._version != "v1":
             raise ValueError(
                 "the question ledger marks trained questions through AReaL's v1 "
                 f"actor controller; got actor._version={config._version!r}"
             )
         return MemAgentActorController(
-            train_engine=cls, config=config, scheduler=scheduler
+            train_engine=cls,
+            config=config,
+            scheduler=scheduler,
+            skip_tied_groups=skip_tied_groups,
         )
 
     def _init_weight_update_from_distributed(self, meta: Any) -> None:

@@ -1,8 +1,10 @@
 """AReaL's PPO trainer: a step report, and survival of crashes and server outages.
 
 `MemAgentPPOTrainer` is `PPOTrainer` whose stats logger is a `StepReport`
-(one line per step, ``steps.jsonl`` and ``learning_curve.png``) and with five
-changes for recovery:
+(one line per step, ``steps.jsonl`` and ``learning_curve.png``), whose actor
+counts tied groups and, given ``memagent.skip_tied_groups``, keeps them out of
+its passes (`memagent_workflow.trainer.tied_groups`), and with five changes for
+recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
   question of each pass (epoch) exactly once, and a step whose groups keep
@@ -19,10 +21,10 @@ train controller's gloo group), which AReaL draws from ``random`` seeded by
 with one seed, started at once, would draw the same ones.
 
 Everything else (scheduler, controllers, executor, staleness, weight updates,
-the training loop) is AReaL's. The two private methods of `PPOTrainer`
-overridden here (``_create_dataloader``, ``_create_train_engine``,
-``_init_rollout``) are listed,
-with why, in ``memagent_workflow/areal_private.py``, which pins them.
+the training loop) is AReaL's. The private methods of `PPOTrainer` overridden
+here (``_create_dataloader``, ``_create_train_engine``, ``_init_rollout``,
+``_init_scheduler``) are listed, with why, in
+``memagent_workflow/areal_private.py``, which pins them.
 """
 
 from __future__ import annotations
@@ -77,12 +79,16 @@ class MemAgentPPOTrainer(PPOTrainer):
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
     ) -> None:
         super().__init__(config, train_dataset=train_dataset, **kwargs)
-        self.stats_logger = StepReport.take_over(
+        self.stats_logger = StepReport(
             self.stats_logger,
             title=f"{config.experiment_name}/{config.trial_name}",
             chance=self.chance,
         )
-        self.recover_handler = AtomicRecoverHandler.take_over(self.recover_handler)
+        # AReaL builds its handler and loads with it inside __init__: this one is
+        # built as AReaL's was, with the timer the load restored.
+        self.recover_handler = AtomicRecoverHandler.resuming(
+            config.recover, self.recover_handler.ft_spec, self.recover_info
+        )
         self._say_where_training_starts()
         if self.recover_info is None and not is_single_controller():
             # A trainer killed between pause and continue leaves its servers
@@ -122,12 +128,13 @@ class MemAgentPPOTrainer(PPOTrainer):
     ) -> Any:
         """An ``actor_cls`` engine (its controller under the single controller)
         in its process group, as AReaL builds its FSDP actor."""
+        skip = self.config.memagent.skip_tied_groups
         if is_single_controller():
-            actor = self.actor_cls.as_controller(actor_config, self.scheduler)
+            actor = self.actor_cls.as_controller(
+                actor_config, self.scheduler, skip_tied_groups=skip
+            )
         else:
-            actor = self.actor_cls(config=actor_config)
-        memagent = getattr(self.config, "memagent", None)
-        actor.skip_tied_groups = bool(getattr(memagent, "skip_tied_groups", False))
+            actor = self.actor_cls.in_process(actor_config, skip_tied_groups=skip)
         with private_random():  # the train controller's gloo port
             actor.create_process_group(parallel_strategy=alloc.parallel)
         return actor

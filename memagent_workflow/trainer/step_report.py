@@ -1,12 +1,22 @@
 """One line per training step: AReaL's stats logger, plus the project's step report.
 
 AReaL's trainer hands every step's exported stats (actor, rollout and, after a
-validation, eval-rollout) to its stats logger's ``commit``. `StepReport` is that
-logger (wandb, swanlab, TensorBoard and the stats table go on as AReaL writes
-them) whose ``commit`` also logs the step's headline numbers as one line,
+validation, eval-rollout) to its stats logger's ``commit``. `StepReport` wraps
+that logger (wandb, swanlab, TensorBoard and the stats table go on as AReaL writes
+them); its ``commit`` also logs the step's headline numbers as one line,
 appends them to ``steps.jsonl`` in the logger's folder
 ``{fileroot}/logs/{user}/{experiment}/{trial}``, advances a progress bar and,
 after each validation, redraws ``learning_curve.png`` beside it.
+
+A step's rollout stats are not those of the batch it trained: they are what
+the rollout workers recorded since the previous step's export (the workflow
+records a group's stats when the group finishes, and AReaL exports and resets
+its stats trackers once per step, in ``PPOTrainer._export_and_commit_stats``).
+Rollout runs ahead of training (``max_head_offpolicyness``), so a step's groups
+may all finish, and be reported, before the previous step's export; if no
+group finishes after it, the step receives no rollout stats at all. Its line
+then says "rollout stats not received for this step" and ``steps.jsonl`` holds
+``"rollout_stats": false`` (its groups were counted in an earlier step's line).
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from memagent_workflow.trainer.tied_groups import step_counts
 logger = logging.getLogger("MemAgentTrainer")
 
 STALENESS = "ppo_actor/update/version_stats/sample_staleness_theta"
+ROLLOUT = "rollout/"  # the prefix of every rollout stat (AReaL's and the workflow's)
+NO_ROLLOUT_STATS = "rollout stats not received for this step"
 
 
 def _total(stats: dict[str, Any], key: str) -> int:
@@ -39,6 +51,8 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
     """The step's headline numbers, from AReaL's exported stats."""
     return {
         "step": global_step + 1,
+        # False: no rollout stat in this step's export (see the module doc).
+        "rollout_stats": any(k.startswith(ROLLOUT) for k in stats),
         "reward": stats.get("rollout/memagent/reward"),
         "rows": int(stats.get("ppo_actor/n_seqs", 0)),
         "staleness_avg": stats.get(f"{STALENESS}_avg"),
@@ -65,57 +79,73 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
 
 
 def _fmt(value: float | None) -> str:
-    # None: this step's export held no finished episode (AReaL exports rollout
-    # stats when episodes finish, and read-ahead can finish a batch a step early).
+    # None with rollout stats received: no group that finished since the last
+    # export had a reward (all were rejected).
     return "n/a" if value is None else f"{value:.3f}"
 
 
 def format_line(line: dict) -> str:
     """The step's line as the log and the terminal show it."""
     t = line["timing_s"]
-    return (
-        f"step {line['step']}: reward {_fmt(line['reward'])} | "
-        f"{line['rows']} rows | staleness avg {line['staleness_avg'] or 0:.2f} "
-        f"max {line['staleness_max'] or 0:.0f} | {line['groups_rejected']} groups "
-        f"rejected, {line['episodes_failed']} episodes failed, "
-        f"{line['calls_retried']} calls retried | {line.get('tied_groups')} of "
-        f"{line.get('groups')} groups tied, {line.get('rows_skipped')} rows "
-        f"skipped | rollout {t.get('rollout', 0)}s "
-        f"train {t.get('train_step', 0)}s weights {t.get('update_weights', 0)}s"
-        + (
-            f" | validation accuracy {line['eval_reward']:.3f}"
-            if line["eval_reward"] is not None
-            else ""
+    received = line.get("rollout_stats", True)  # lines of older runs lack it
+    parts = [
+        f"step {line['step']}: "
+        + (f"reward {_fmt(line['reward'])}" if received else NO_ROLLOUT_STATS),
+        f"{line['rows']} rows",
+        f"staleness avg {line['staleness_avg'] or 0:.2f} "
+        f"max {line['staleness_max'] or 0:.0f}",
+    ]
+    if received:
+        parts.append(
+            f"{line['groups_rejected']} groups rejected, {line['episodes_failed']} "
+            f"episodes failed, {line['calls_retried']} calls retried"
         )
-    )
+    parts += [
+        f"{line.get('tied_groups')} of {line.get('groups')} groups tied, "
+        f"{line.get('rows_skipped')} rows skipped",
+        f"rollout {t.get('rollout', 0)}s train {t.get('train_step', 0)}s "
+        f"weights {t.get('update_weights', 0)}s",
+    ]
+    if line["eval_reward"] is not None:
+        parts.append(f"validation accuracy {line['eval_reward']:.3f}")
+    return " | ".join(parts)
 
 
-class StepReport(StatsLogger):
-    """AReaL's `StatsLogger` whose ``commit`` also writes the step report.
+class StepReport:
+    """AReaL's `StatsLogger`, wrapped: its ``commit`` also writes the step report.
 
-    Built by `take_over` from the logger AReaL's trainer made (its wandb runs,
-    TensorBoard writer and restored step counter are kept, not opened twice).
-    ``chance``: the accuracy of a guess, drawn on the learning curve.
+    Built from the logger ``PPOTrainer.__init__`` made, ``StatsLogger(config,
+    ft_spec)``, which it keeps and calls (``commit``, ``state_dict``,
+    ``load_state_dict``, ``close``), rather than as a second `StatsLogger`: the
+    constructor opens the wandb and swanlab runs and the TensorBoard writer, so
+    a second one would open them twice (a second events file, a second swanlab
+    experiment), and closing AReaL's first would finish its runs and log
+    "Training completes!" at start-up. The wrapped logger also holds the step
+    counter a recover checkpoint restored into it. ``chance``: the accuracy of a
+    guess, drawn on the learning curve.
     """
 
-    @classmethod
-    def take_over(
-        cls, stats_logger: StatsLogger, title: str, chance: float | None = None
-    ) -> StepReport:
-        new = cls.__new__(cls)
-        vars(new).update(vars(stats_logger))
-        log_dir = cls.get_log_path(stats_logger.config)
-        new.steps_path = os.path.join(log_dir, "steps.jsonl")
-        new.curve_path = os.path.join(log_dir, "learning_curve.png")
-        new.title, new.chance = title, chance
-        new.started = time.perf_counter()
-        new.bar = None
-        return new
+    def __init__(
+        self, stats_logger: StatsLogger, title: str, chance: float | None = None
+    ):
+        self.areal_logger = stats_logger
+        log_dir = StatsLogger.get_log_path(stats_logger.config)
+        self.steps_path = os.path.join(log_dir, "steps.jsonl")
+        self.curve_path = os.path.join(log_dir, "learning_curve.png")
+        self.title, self.chance = title, chance
+        self.started = time.perf_counter()
+        self.bar: tqdm | None = None
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.areal_logger.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.areal_logger.load_state_dict(state_dict)
 
     def commit(
         self, epoch: int, step: int, global_step: int, data: dict | list[dict]
     ) -> None:
-        super().commit(epoch, step, global_step, data)
+        self.areal_logger.commit(epoch, step, global_step, data)
         if not self.on_rank0() or not isinstance(data, dict):
             return
         line = step_line(data, global_step, time.perf_counter() - self.started)
@@ -132,9 +162,10 @@ class StepReport(StatsLogger):
 
     def advance(self, steps_done: int) -> None:
         """The progress bar over the run's steps, on a terminal (not in a file)."""
-        total = self.ft_spec.total_train_steps
-        if getattr(self.exp_config, "total_train_steps", None) is not None:
-            total = min(total, self.exp_config.total_train_steps)
+        total = self.areal_logger.ft_spec.total_train_steps
+        limit = getattr(self.areal_logger.exp_config, "total_train_steps", None)
+        if limit is not None:
+            total = min(total, limit)
         if self.bar is None:
             self.bar = tqdm(
                 total=total, initial=steps_done - 1, desc="training", unit="step",
@@ -170,4 +201,4 @@ class StepReport(StatsLogger):
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-        super().close()
+        self.areal_logger.close()

@@ -3,16 +3,20 @@
 A GRPO group whose episodes all earn the same reward gets an advantage of
 exactly 0 on every row (`advantage.group_advantages`), so its rows add nothing
 to the policy gradient; they still cost the reference, proximal and training
-passes. The workflow marks such rows (``TIED_KEY``, one flag per row, like
+passes. The workflow marks such rows (``rows.TIED_KEY``, one flag per row, like
 ``question_index``); `drop_tied_groups` takes a step's batch (one trajectory
 dict per group, local tensors or the single controller's remote ones) and, when
 asked to, keeps the tied groups out of it. Either way it records, under the
 trainer's stats, how many groups tied and how many rows and tokens they hold.
+`SkipsTiedGroups` applies it to the batch the actor (or its controller) prepares,
+with ``memagent.skip_tied_groups`` as the trainer gave it.
 
 A step keeps at least ``min_groups`` groups (the cheapest tied ones when too few
 groups carry a signal): AReaL's passes need a non-empty batch on every
 data-parallel rank, and the step must still update (a zero policy gradient;
 Adam's momentum and the KL term act as they would have) and advance the version.
+Skipping them departs from the paper's objective; ``false`` (the default)
+keeps it (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -23,8 +27,9 @@ from typing import Any
 
 import torch
 from areal.utils import stats_tracker
+from areal.utils.environ import is_single_controller
 
-TIED_KEY = "tied"  # per-row flag: 1 where the row's group tied (all advantages 0)
+from memagent_workflow.rows import TIED_KEY
 
 # Names of the per-step counts in the exported stats (and steps.jsonl).
 STAT_GROUPS = "memagent/groups"
@@ -33,13 +38,6 @@ STAT_ROWS_TIED = "memagent/rows_tied"
 STAT_ROWS_SKIPPED = "memagent/rows_skipped"
 STAT_TOKENS = "memagent/tokens"
 STAT_TOKENS_SKIPPED = "memagent/tokens_skipped"
-
-
-def tied_flags(n_rows: int, advantages: list[float]) -> torch.Tensor:
-    """``TIED_KEY``'s value for a group of ``n_rows`` rows: all 1 when every
-    advantage is exactly 0, else all 0."""
-    tied = all(a == 0.0 for a in advantages)
-    return torch.full((n_rows,), int(tied), dtype=torch.int64)
 
 
 def _localized(values: list[Any]) -> list[Any]:
@@ -129,6 +127,29 @@ def drop_tied_groups(
     if split.skipped and release is not None:
         release(split.skipped)
     return split.kept
+
+
+class SkipsTiedGroups:
+    """``prepare_batch`` for the actor and its controller: the batch it returns
+    leaves out tied groups when ``skip_tied_groups``, and the step's counts are
+    recorded either way. The trainer gives the value (``memagent.skip_tied_groups``)
+    when it builds the actor (`trainer.actor`). In the bases it comes before
+    `MarksTrainedQuestions` (the ledger counts every question the step rolled
+    out, tied ones included) and AReaL's class."""
+
+    skip_tied_groups: bool = False
+
+    def prepare_batch(self, dataloader: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = super().prepare_batch(dataloader, *args, **kwargs)
+        if not is_single_controller():  # this rank's share; keep one group
+            return drop_tied_groups(batch, self.skip_tied_groups)
+        # The controller's batch is split over the data-parallel ranks.
+        return drop_tied_groups(
+            batch,
+            self.skip_tied_groups,
+            min_groups=self.parallel_strategy.dp_size,
+            release=self.clear_batches,
+        )
 
 
 def step_counts(stats: dict[str, Any]) -> dict[str, int | None]:

@@ -1,7 +1,8 @@
 """Run the entry scripts as a user does, under AReaL's schedulers, for e2e tests.
 
-Every run is ``examples/train.py --config config_cpu.yaml`` (or ``eval.py``) with
-the same overrides a GPU user changes (scheduler, weight sync, sizes), in a
+Every run is ``python -m standin.train --config config_cpu.yaml`` (or
+``standin.eval``: ``examples/train.py`` and ``eval.py`` with the stand-in's
+classes passed in) with the same overrides a GPU user changes (scheduler, weight sync, sizes), in a
 subprocess. Training runs go as docs/gpu.md writes them: from the root of a
 fresh copy of the repository's tracked files (`fresh_clone`), with the
 config's relative paths (``outputs/cpu/...``) as they are. AReaL's rollout
@@ -159,7 +160,7 @@ def train_cmd(*overrides: str) -> list[str]:
     """docs/gpu.md's CPU command (``uv run python`` = this interpreter) with
     ``overrides``, shortened; run from the root of a `fresh_clone`."""
     return [
-        sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+        sys.executable, "-m", "standin.train", "--config", "config_cpu.yaml",
         *overrides, *SMALL_TRAINING,
     ]  # fmt: skip
 
@@ -170,7 +171,8 @@ def run_one_process(
     """Two steps of config_cpu.yaml in the one-process SPMD mode against a
     stand-in the test owns (``server_addr``), its files and data under ``out``.
 
-    ``entry``: the script and its own flags; ``overrides`` come after the
+    ``entry``: the interpreter's arguments before ``--config`` (``-m
+    standin.train`` or another module and its flags); ``overrides`` come after the
     run's sizes. Fails with the end of its output unless the run exits 0.
     """
     cmd = [

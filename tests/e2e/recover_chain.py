@@ -1,6 +1,6 @@
 """One CPU training command run again and again, killed at chosen points (e2e tests).
 
-A `Chain` runs ``examples/train.py --config config_cpu.yaml`` over one small
+A `Chain` runs ``python -m standin.train --config config_cpu.yaml`` over one small
 epoch in one of two launch modes: ``spmd`` (``scheduler.type=null``: one
 process, against a stand-in server the chain owns, with injected faults) or
 ``local`` (AReaL's single controller: its workers, and the stand-in its
@@ -109,7 +109,7 @@ class Chain:
     def command(self) -> list[str]:
         o = self.out
         cmd = [
-            sys.executable, "examples/train.py", "--config", "config_cpu.yaml",
+            sys.executable, "-m", "standin.train", "--config", "config_cpu.yaml",
             f"seed={self.seed}",  # AReaL draws ports from it: distinct per chain
             f"total_train_steps={STEPS}", f"train_dataset.batch_size={BATCH}",
             f"standin.synthetic_train={QUESTIONS}", NO_LENGTH_EVAL,

@@ -1,8 +1,11 @@
 """The eval entrypoint against a stand-in server failing ~10% of its calls.
 
-With every retry turned off, each injected fault must cost exactly one sample,
-recorded with its error; the rerun, with the default retries, must fill those
-in (under the same faults) and leave the scored samples alone.
+Retries live in one layer, the model call (``memagent.engine_retry_s``); an
+episode that fails anyway is recorded with its error, not run again. With that
+layer (and AReaL's client retries) turned off, each injected fault must cost
+exactly one sample, recorded with its error; the rerun, with model calls
+retried, must fill those in (under the same faults) and leave the scored
+samples alone.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ N, SAMPLES = 12, 8
 
 
 def evaluate(root: Path, server: StandinServer, model: Path, *overrides: str) -> None:
-    from examples.eval import evaluate, load_config
+    from standin.eval import evaluate, load_config
 
     config = load_config(
         [
@@ -55,7 +58,7 @@ def runs(tiny_model_dir, tmp_path_factory):
     jsonl = root / "out" / f"length_{N}.jsonl"
     with server:
         no_retries = ("+rollout.request_retries=1", "memagent.engine_retry_s=0")
-        evaluate(root, server, tiny_model_dir, *no_retries, "eval.max_retries=0")
+        evaluate(root, server, tiny_model_dir, *no_retries)
         first = results.read_records(jsonl)
         lines_first = len(jsonl.read_text().splitlines())
         rerun_at = time.time()
@@ -82,7 +85,8 @@ def test_without_retries_each_fault_costs_one_sample_recorded_with_its_error(run
     failed = {i: r["error"] for i, r in first.items() if r["error"] is not None}
     assert len(failed) == len(runs["faults_first"]) >= 1
     assert {e["fault"] for e in runs["faults_first"]} <= {"error", "reset", "delay"}
-    assert all("failed after 1 attempts" in why for why in failed.values())
+    # each an episode that failed once and was not run again
+    assert all(why.startswith("episode failed: ") for why in failed.values())
 
 
 def test_the_rerun_fills_in_the_failed_samples_under_the_same_faults(runs):

@@ -1,4 +1,5 @@
-"""``examples/eval.py`` under AReaL's single controller gives what the plain run gives.
+"""The eval entry (``python -m standin.eval``: ``examples/eval.py`` with the stand-in)
+under AReaL's single controller gives what the plain run gives.
 
 The same command twice on the same questions and model, greedy so the answers
 are deterministic: once as before (the script serves the model itself), once
@@ -35,7 +36,7 @@ RESULT_FILES = {
 def start(root, model, name, *overrides) -> Launched:
     out = root / name
     cmd = [
-        sys.executable, "examples/eval.py", "--config", "config_eval_cpu.yaml",
+        sys.executable, "-m", "standin.eval", "--config", "config_eval_cpu.yaml",
         f"eval.data_root={root / 'data'}", f"eval.lengths=[{LENGTH}]",
         f"eval.output_dir={out / 'results'}", f"actor.path={model}",
         "eval.concurrency=1", "gconfig.greedy=true",  # deterministic answers

@@ -131,7 +131,7 @@ def paper_run(tmp_path_factory, tiny_model_dir):
 
 def test_the_doc_command_is_the_preset_with_a_prompts_file():
     cmd = doc_command()
-    assert cmd[3:6] == ["examples/eval.py", "--config", "config_eval_cpu.yaml"]
+    assert cmd[3:7] == ["-m", "standin.eval", "--config", "config_eval_cpu.yaml"]
     assert "eval.preset=paper" in cmd
     assert (REPO / "prompts" / "answer_is_example.yaml").is_file()
     assert "memagent.prompts=prompts/answer_is_example.yaml" in cmd

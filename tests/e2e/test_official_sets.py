@@ -1,6 +1,7 @@
 """Official sets end to end on CPU: an index-only file expanded by
 prepare_eval_data.py, a full-text file and a built RULER-HQA-style set, evaluated
-by examples/eval.py with a user's prompts file (tiny model, stand-in server)."""
+by examples/eval.py (as ``standin.eval``) with a user's prompts file (tiny
+model, stand-in server)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,9 @@ def eval_argv(root: Path, *extra: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory, tiny_model_dir, standin_server) -> Path:
-    """Files written by prepare_eval_data.py, then examples/eval.py run in this
+    """Files written by prepare_eval_data.py, then standin.eval run in this
     process against the session's stand-in server (no second server start)."""
-    from examples.eval import main
+    from standin.eval import main
 
     root = tmp_path_factory.mktemp("official")
     data = root / "data"
@@ -99,7 +100,7 @@ def test_summary_labels_the_built_set_and_keeps_both_denominators(evaluated):
 
 
 def test_the_prompts_file_drove_the_run_and_a_bad_one_is_refused(evaluated):
-    from examples.eval import main
+    from standin.eval import main
 
     run_config = json.loads((evaluated / "out" / "run_config.json").read_text())
     assert run_config["memagent"]["prompts"]["memory_update"].startswith(

@@ -36,7 +36,7 @@ def run(needle_model_dir, tmp_path_factory):
     initial = digest_of(model)
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
         run_one_process(
-            ["examples/train.py"], out, model, server.addr,
+            ["-m", "standin.train"], out, model, server.addr,
             # every step changes every weight, even if every group ties
             "actor.optimizer.weight_decay=0.01",
         )  # fmt: skip

@@ -1,6 +1,6 @@
 """The CPU main job as GPU users launch it: AReaL's single controller and Ray.
 
-Each run is ``examples/train.py --config config_cpu.yaml`` for 2 GRPO steps
+Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
 ``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``, run as
 docs/gpu.md writes them: from the root of a fresh copy of the repository, with
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoModelForCausalLM
 
-from examples.train import load_config
 from memagent_workflow.infra.terminal import CONSOLE_LOG
+from standin.train import load_config
 from tests.e2e.launch_runs import (
     LAUNCHES,
     Launched,

@@ -18,7 +18,7 @@ from areal.utils import name_resolve, names
 
 from examples import shared_folders
 from examples.eval import load_config as load_eval_config
-from memagent_workflow.eval.engine import inference_of, open_engine
+from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.recovery.batches import server_addresses
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -158,7 +158,7 @@ def test_the_eval_script_uses_the_addresses_the_launcher_passes(
     monkeypatch.setenv("AREAL_SPMD_MODE", "1")
     config = eval_config(tmp_path, tiny_model_dir)
     assert config.scheduler.type is None  # the launcher's script starts no server
-    with open_engine(config, inference_of(config)) as engine:
+    with open_engine(config, ClusterInference(config)) as engine:
         assert server_addresses(engine) == [standin_server.addr]
 
 
@@ -171,5 +171,5 @@ def test_without_the_variable_the_script_finds_the_servers_in_name_resolve(
     config = eval_config(tmp_path, tiny_model_dir)
     key = names.gen_servers(config.experiment_name, config.trial_name)
     name_resolve.add_subentry(key, standin_server.addr)
-    with open_engine(config, inference_of(config)) as engine:
+    with open_engine(config, ClusterInference(config)) as engine:
         assert server_addresses(engine) == [standin_server.addr]

@@ -103,8 +103,13 @@ def h100_node(memory_gib: float, cpus: float = 128, gpus: float = 8) -> RayNode:
 
 
 def load(config: str = "config.yaml", *overrides: str):
-    """The config as the entry script that runs it loads it."""
-    if "eval" in config:
+    """The config as the entry script that runs it loads it (a CPU config: the
+    stand-in's entry)."""
+    if "cpu" in config or "needle" in config:
+        from standin.preflight import loaders
+
+        load_config = loaders()["eval" if "eval" in config else "train"]
+    elif "eval" in config:
         from examples.eval import load_config
     else:
         from examples.train import load_config
@@ -131,6 +136,8 @@ def run_of(
     kind: str = "train",
     **options,
 ) -> Run:
+    from standin.preflight import INPUTS_BY
+
     return Run(
         config,
         kind,
@@ -138,4 +145,6 @@ def run_of(
         hardware=hardware or FakeHardware(gpus()),
         packages=packages or FakePackages({"sglang": "0.5.10.post1"}),
         ray=ray or FakeRay(error="no cluster"),
+        # a CPU config: its stand-in entry builds the model, data and Ray
+        inputs_by=INPUTS_BY[kind] if hasattr(config, "standin") else None,
     )

@@ -18,13 +18,8 @@ from collections import Counter
 
 import pytest
 
-from memagent_workflow.reward import (
-    PROTOCOLS,
-    eval_metrics,
-    eval_score,
-    extract_answer,
-    reward_function,
-)
+from memagent_workflow.eval.scoring import eval_metrics, eval_score
+from memagent_workflow.reward import PROTOCOLS, extract_answer, reward_function
 
 # ------------------------------------------------------------ the reference
 

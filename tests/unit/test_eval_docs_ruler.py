@@ -49,9 +49,9 @@ def test_every_gpu_row_has_its_cpu_twin():
     assert len(gpu_evals) == 3 and all("config_eval.yaml" in c for c in gpu_evals)
     assert [eval_keys(c) for c in gpu_evals] == [eval_keys(c) for c in cpu]
     assert all(
-        c[:5] == ["uv", "run", "python", "examples/eval.py", "--config"] for c in cpu
+        c[:6] == ["uv", "run", "python", "-m", "standin.eval", "--config"] for c in cpu
     )
-    assert {c[5] for c in cpu} == {"config_eval_cpu.yaml"}
+    assert {c[6] for c in cpu} == {"config_eval_cpu.yaml"}
     modes = [next((a for a in c if a.startswith("eval.mode=")), "") for c in gpu_evals]
     assert modes == ["", "eval.mode=full_context", "eval.mode=no_context"]
 

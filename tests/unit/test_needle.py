@@ -1,11 +1,14 @@
 """The needle task (data/synthetic.py) and its warm-started model (standin/needle_model.py)."""
 
+import io
 import json
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
+from tqdm import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from examples import prepare_data
@@ -17,7 +20,8 @@ from memagent_workflow.data.synthetic import (
     NEEDLE_SENTENCE_WORDS,
     make_needle,
 )
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.infra.terminal import progress_bar
+from memagent_workflow.prompts import load_prompts
 from standin.build_cache import MARKER_FILE
 from standin.needle_model import (
     NeedleModelSpec,
@@ -25,7 +29,11 @@ from standin.needle_model import (
     build_tokenizer,
     init_model,
 )
-from standin.needle_warm_start import Demos, gate_misses
+from standin.needle_warm_start import (
+    Demos,
+    gate_misses,
+    warm_start_gate,
+)
 
 PROMPTS = load_prompts("prompts/needle.yaml")
 SPEC = NeedleModelSpec(PROMPTS.memory_update, PROMPTS.final_answer, chunks=2)
@@ -119,6 +127,41 @@ def test_build_is_deterministic_and_cached(built):
     assert (first / "model.safetensors").stat().st_mtime_ns == stamp
     marker = json.loads((first / MARKER_FILE).read_text())
     assert marker["seed"] == 0 and marker["memory_prompt"] == PROMPTS.memory_update
+
+
+def test_each_round_of_the_carry_gate_adds_its_steps_to_the_bar():
+    spec = replace(SPEC, carry=True, warm_start_steps=4)
+    tok = build_tokenizer(spec)
+    bar = tqdm(total=4, file=io.StringIO())
+    with pytest.raises(RuntimeError, match="gate is wrong"):  # 4 steps: too few
+        warm_start_gate(init_model(spec, tok), Demos(spec, tok), bar)
+    assert bar.n == bar.total == 4 + 4 * 1  # four rounds of a quarter of 4 steps
+    assert bar.desc.startswith("warm start, gate round 4")
+
+
+def test_a_build_shows_its_bar_and_a_summary_and_a_cached_build_says_so(
+    tmp_path, monkeypatch
+):
+    said, bars = [], []
+    for module in ("standin.needle_model", "standin.build_cache"):
+        monkeypatch.setattr(f"{module}.shown", SimpleNamespace(info=said.append))
+
+    def bar(*args, **kwargs):
+        bars.append(progress_bar(*args, file=io.StringIO(), **kwargs))
+        return bars[-1]
+
+    monkeypatch.setattr("standin.needle_model.progress_bar", bar)
+    # 4 steps teach no format (the format check has its own tests below).
+    monkeypatch.setattr("standin.needle_model.check_format", lambda *_: None)
+    spec = replace(SPEC, warm_start_steps=4)
+    out = build_needle_model(tmp_path / "m", spec)
+    (built,) = bars
+    assert built.n == built.total == 4 and built.postfix.startswith("loss ")
+    assert "warm start" in built.fp.getvalue()  # drawn, though not on a terminal
+    assert said[-1].startswith("warm start: 4 steps in 0 min ")
+    assert "final loss" in said[-1] and "format checked" in said[-1]
+    assert build_needle_model(out, spec) == out
+    assert len(bars) == 1 and said[-1] == f"using the cached stand-in model at {out}"
 
 
 def test_warm_start_teaches_the_format_not_the_task(built):
@@ -252,8 +295,8 @@ def test_the_gate_check_tells_a_learned_gate_from_an_untrained_model(
     of names; the same architecture untrained fails it."""
     tok = AutoTokenizer.from_pretrained(needle_model_dir)
     model = AutoModelForCausalLM.from_pretrained(needle_model_dir).eval()
-    from examples.train import load_config
     from standin.cpu_job import needle_spec
+    from standin.train import load_config
 
     spec = needle_spec(load_config(["--config", "config_cpu.yaml"]))
     demos = Demos(spec, tok)

@@ -1,7 +1,7 @@
 """The preflight as docs/gpu.md shows it: its commands run verbatim (exit 1 for
 config.yaml on a CPU machine, naming the GPU, SGLang and FlashAttention items
-with their reasons; exit 0 for config_cpu.yaml), and its sample table lists the
-rows the command prints."""
+with their reasons; exit 0 for config_cpu.yaml through the stand-in's preflight
+entry), and its sample table lists the rows the command prints."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def runs() -> dict[str, subprocess.CompletedProcess]:
 def test_docs_show_the_two_done_when_commands():
     assert commands() == [
         "uv run python examples/preflight.py --config config.yaml",
-        "uv run python examples/preflight.py --config config_cpu.yaml",
+        "uv run python -m standin.preflight --config config_cpu.yaml",
     ]
 
 
@@ -79,7 +79,7 @@ def test_config_yaml_on_cpu_fails_naming_gpu_sglang_flash_attention(runs):
 
 
 def test_config_cpu_yaml_passes(runs):
-    res = runs["uv run python examples/preflight.py --config config_cpu.yaml"]
+    res = runs["uv run python -m standin.preflight --config config_cpu.yaml"]
     assert res.returncode == 0, res.stdout + res.stderr
     assert "preflight: no blocking item" in res.stdout
     assert " FAIL\n" not in res.stdout

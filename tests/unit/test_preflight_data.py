@@ -13,6 +13,7 @@ from memagent_workflow.preflight.data import (
     check_eval_files,
     check_prompts,
     check_train_file,
+    turn_budgets_of,
 )
 from tests.unit.preflight_fakes import load, run_of
 
@@ -111,12 +112,23 @@ def test_a_bad_prompts_file_fails(cfg, tmp_path):
 
 
 def test_prompts_fit_is_checked_with_a_local_tokenizer(cfg, tiny_model_dir):
+    """The fullest turn fits exactly when the workflow's rule says so: its
+    tokens + 1 is the smallest window that passes."""
     local = copy.deepcopy(cfg)
     local.tokenizer_path = str(tiny_model_dir)
-    assert check_prompts(run_of(local)).verdict is Verdict.OK
-    local.gconfig.max_tokens = 6000  # chunk 5000 + memory 1024 no longer fit
+    budgets, note = turn_budgets_of(run_of(local))
+    fullest = budgets[0]  # the memory turn: chunk 5000 + memory 1024 in, 1024 out
+    assert note == "" and fullest.template > 20
+    assert (fullest.memory, fullest.chunk, fullest.new) == (1024, 5000, 1024)
+    local.gconfig.max_tokens = fullest.total + 1
     check = check_prompts(run_of(local))
-    assert check.verdict is Verdict.FAIL and "gconfig.max_tokens" in check.found
+    assert check.verdict is Verdict.OK, check
+    assert f"fullest {fullest.describe()}" in check.found
+    assert check.needed.endswith(f"< gconfig.max_tokens={fullest.total + 1}")
+    local.gconfig.max_tokens = fullest.total
+    check = check_prompts(run_of(local))
+    assert check.verdict is Verdict.FAIL, check
+    assert f"reaches gconfig.max_tokens={fullest.total}" in check.found
 
 
 def test_prompts_without_a_local_tokenizer_warn(cfg):

@@ -101,6 +101,29 @@ def test_sglang_kv_cache_of_7b_at_mem_fraction_0_8(cfg):
     assert 100 < est.turns_held < est.planned_turns
 
 
+def test_a_turn_is_counted_with_the_real_templates(cfg, tiny_model_dir):
+    """Chunk 5000 + memory 1024 in and 1024 out, plus the memory-update
+    template's own tokens as the tokenizer counts them; without a tokenizer
+    that loads, the row says the templates are not counted."""
+    import copy
+
+    from memagent_workflow.prompts import PromptTexts
+    from memagent_workflow.workflow import load_tokenizer
+
+    shape = ModelShape.from_config(QWEN25_7B)
+    bare = run_of(cfg)  # the model folder holds config.json only
+    assert sglang_memory(bare, shape, H100_BYTES).turn_tokens == 5000 + 2 * 1024
+    assert "templates not counted" in check_sglang(bare).found
+    local = copy.deepcopy(cfg)
+    local.tokenizer_path = str(tiny_model_dir)
+    template = PromptTexts().memory_template(load_tokenizer(str(tiny_model_dir)), "")
+    assert template.overhead > 20
+    est = sglang_memory(run_of(local), shape, H100_BYTES)
+    assert est.turn_tokens == 5000 + 2 * 1024 + template.overhead
+    found = check_sglang(run_of(local)).found
+    assert f"turns of {est.turn_tokens} tokens" in found and "not counted" not in found
+
+
 def test_kv_cache_short_of_the_planned_turns_warns_and_enough_passes(cfg):
     assert check_sglang(run_of(cfg)).verdict is Verdict.WARN
     import copy

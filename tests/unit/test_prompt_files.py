@@ -2,16 +2,26 @@
 
 import asyncio
 import json
+import os
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from areal.api.cli_args import GenerationHyperparameters
 
-from examples.train import load_config
 from memagent_workflow.config import workflow_kwargs
-from memagent_workflow.prompt_file import PromptFileError, load_prompts
-from memagent_workflow.prompts import PromptTexts
+from memagent_workflow.context import TurnTooLong
+from memagent_workflow.prompts import (
+    FINAL_PROMPTS,
+    PromptFileError,
+    PromptTexts,
+    builtin_prompts,
+    load_prompts,
+    main,
+)
 from memagent_workflow.workflow import MemAgentWorkflow
+from standin.train import load_config
 from tests.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,13 +51,35 @@ def write(tmp_path: Path, data, name: str = "prompts.yaml") -> Path:
     return path
 
 
-def test_shipped_default_file_is_the_built_in_wording():
-    texts = load_prompts(ROOT / "prompts" / "default.yaml")
+def docs_command() -> str:
+    """The command docs/gpu.md, "Prompt files", gives to start a prompts file."""
+    section = (ROOT / "docs" / "gpu.md").read_text().split("## Prompt files", 1)[1]
+    return re.search(r"```bash\n(.*?)\n```", section.split("\n## ", 1)[0], re.S)[1]
+
+
+def test_the_docs_command_writes_the_built_in_wording_as_a_file(tmp_path):
+    cmd = docs_command()
+    assert cmd == "uv run python -m memagent_workflow.prompts > MY_PROMPTS.yaml"
+    env = {**os.environ, "UV_PROJECT": str(ROOT)}  # run as in the repository
+    subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, check=True, timeout=300)
+    texts = load_prompts(tmp_path / "MY_PROMPTS.yaml")
     assert (texts.memory_update, texts.final_answer) == (
         PromptTexts().memory_update,
         PromptTexts().final_answer,
     )
     assert load_prompts(None).source == "built-in"
+    assert "memagent.prompts=MY_PROMPTS.yaml" in " ".join(
+        (ROOT / "docs" / "gpu.md").read_text().split()
+    )
+
+
+def test_the_answer_is_wording_is_written_too(tmp_path, capsys):
+    main(["--answer-protocol", "answer_is"])
+    path = write(tmp_path, capsys.readouterr().out)
+    texts = load_prompts(path)
+    assert texts.final_answer == FINAL_PROMPTS["answer_is"] != FINAL_PROMPTS["boxed"]
+    assert texts.final_answer == builtin_prompts("answer_is").final_answer
+    assert 'end your response with "Therefore, the answer is' in texts.final_answer
 
 
 @pytest.mark.parametrize("name", ["p.json", "p.yaml"])
@@ -125,8 +157,11 @@ def test_a_template_too_long_for_max_tokens_is_refused(tmp_path, tokenizer):
         max_final_tokens=24,
     )
     MemAgentWorkflow(**args)  # the built-in wording fits
-    with pytest.raises(PromptFileError, match="'memory_update' takes .* tokens") as e:
+    with pytest.raises(TurnTooLong, match="template 'memory_update', ") as e:
         MemAgentWorkflow(**args, prompts=str(path))
-    assert str(path) in str(e.value) and "gconfig.max_tokens=1024" in str(e.value)
-    with pytest.raises(PromptFileError, match="'final_answer'"):
+    message = str(e.value)
+    assert f"{path}: " in message and "gconfig.max_tokens=1024" in message
+    assert "memory 24, chunk 256) plus 24 new tokens" in message
+    assert "shorten the template" in message and "memagent.chunk_tokens" in message
+    with pytest.raises(TurnTooLong, match="template 'final_answer', built-in"):
         MemAgentWorkflow(**{**args, "max_final_tokens": 900})

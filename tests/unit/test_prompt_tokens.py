@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pytest
 
-from memagent_workflow.prompt_file import load_prompts
+from memagent_workflow.prompts import load_prompts
 from tests.qwen_vocab import qwen25_tokenizer
 
 # The original's runtime strings (what its Python literals evaluate to).

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 
 from memagent_workflow.context import aencode_context, encode_context, split_text
-from memagent_workflow.prompts import final_answer_template, memory_update_template
+from memagent_workflow.prompts import (
+    ANSWER_ASKS,
+    FINAL_PROMPTS,
+    final_answer_template,
+    memory_update_template,
+)
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +60,20 @@ def test_final_prompt_asks_for_a_box_and_takes_no_chunk(tokenizer):
     assert "\\boxed{" in text and "<section>" not in text and "Where is Alder?" in text
     with pytest.raises(ValueError):
         tpl.build([], [1])
+
+
+def test_one_wording_asks_for_the_answer_in_every_final_prompt():
+    """The built-in final prompts and the eval baselines take the same sentence."""
+    from memagent_workflow.eval.baseline import FULL_CONTEXT_PROMPTS, NO_CONTEXT_PROMPTS
+
+    assert set(ANSWER_ASKS) == set(FINAL_PROMPTS) == {"boxed", "answer_is"}
+    for protocol, ask in ANSWER_ASKS.items():
+        for prompts in (FINAL_PROMPTS, FULL_CONTEXT_PROMPTS, NO_CONTEXT_PROMPTS):
+            assert ask in prompts[protocol]
+    boxed = FINAL_PROMPTS["boxed"].format(question="q", memory="m")
+    assert "inside \\boxed{}, e.g. \\boxed{Paris}." in boxed
+    answer_is = FINAL_PROMPTS["answer_is"].format(question="q", memory="m")
+    assert '"Therefore, the answer is (your answer)"' in answer_is
 
 
 def test_memory_prompt_requires_a_chunk(tokenizer):

@@ -33,6 +33,9 @@ class Engine:
         with open(os.path.join(meta.path, "optimizer"), "w") as f:
             f.write(str(self.step))
 
+    def load(self, meta):
+        pass
+
 
 class State:
     def __init__(self, fail=False):
@@ -42,6 +45,9 @@ class State:
         if self.fail:
             raise Crash("killed while writing the recover info")
         return {"n": 1}
+
+    def load_state_dict(self, state):
+        pass
 
 
 def config(tmp_path):
@@ -104,3 +110,22 @@ def test_a_first_write_cut_short_means_a_fresh_start(tmp_path):
     engine.crash = False
     dump(AtomicRecoverHandler(config(tmp_path), SPEC), engine, 0)
     assert checkpoint(tmp_path) == (0, {"optimizer": "0", "weights": "0"})
+
+
+def test_the_handler_built_after_areal_s_load_has_the_state_it_restored(tmp_path):
+    """AReaL's trainer loads with its own handler; the atomic one replacing it
+    must count towards the next checkpoint from where that load left off."""
+    handler = AtomicRecoverHandler(config(tmp_path), SPEC)
+    engine = Engine()
+    for step in range(3):
+        dump(handler, engine, step)
+    areal = RecoverHandler(config(tmp_path), SPEC)
+    s = State()
+    info = areal.load(engine, s, s, s, s)  # as PPOTrainer.__init__ does
+    assert info is not None
+    ours = AtomicRecoverHandler.resuming(config(tmp_path), SPEC, info)
+    assert ours.freq_ctl.state_dict() == areal.freq_ctl.state_dict()
+    assert ours.freq_ctl.step_ctl.total_steps == 3
+    assert ours.last_step_info == areal.last_step_info
+    fresh = AtomicRecoverHandler.resuming(config(tmp_path), SPEC, None)
+    assert fresh.freq_ctl.step_ctl.total_steps == 0

@@ -4,10 +4,9 @@ import pytest
 
 from memagent_workflow.reward import (
     exact_match,
-    extract_boxed,
     f1,
+    last_box,
     normalize_answer,
-    original_boxed,
     original_normalize,
     original_reward,
     reward_function,
@@ -29,8 +28,8 @@ from memagent_workflow.reward import (
         ("\\boxed{done} and \\boxed{open", "done"),
     ],
 )
-def test_extract_boxed_takes_last_complete_box(text, expected):
-    assert extract_boxed(text) == expected
+def test_last_box_takes_last_complete_box(text, expected):
+    assert last_box(text) == expected
 
 
 def test_normalize_answer_lowercases_and_strips_articles_punctuation_space():
@@ -113,11 +112,11 @@ def test_original_reward_reads_exactly_the_last_300_characters():
     assert original_reward(box + "." * (301 - len(box)), "Paris") == 0.0
 
 
-def test_original_boxed_brace_matching_and_normalisation():
-    assert original_boxed("\\boxed{a{b}c} tail") == "a{b}c"
-    assert original_boxed("\\boxed{open") is None
-    assert original_boxed("\\boxedx{a}") is None  # not a \\boxed{...}
-    assert original_boxed("\\boxed{a} \\boxed{b}") == "b"
+def test_original_box_brace_matching_and_normalisation():
+    assert last_box("\\boxed{a{b}c} tail", original=True) == "a{b}c"
+    assert last_box("\\boxed{open", original=True) is None
+    assert last_box("\\boxedx{a}", original=True) is None  # not a \\boxed{...}
+    assert last_box("\\boxed{a} \\boxed{b}", original=True) == "b"
     assert original_normalize("3 .5 \\dfrac{1}{2}\n^\\circ") == "30.5\\frac{1}{2}"
 
 

@@ -3,11 +3,14 @@ and the eval config's mode and task keys."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from memagent_workflow.chunking import centre_truncate
 from memagent_workflow.eval import report, results, targets
-from memagent_workflow.eval.baseline import centre_cut
+from memagent_workflow.eval.benchmarks import BENCHMARKS
 from memagent_workflow.eval.config import EvalConfig
 from memagent_workflow.eval.ruler.scoring import (
     score_record,
@@ -47,7 +50,7 @@ def test_record_gets_its_ruler_score_from_the_boxed_answer(
 
 def test_result_files_name_task_length_and_mode(tmp_path):
     plain = Target("ruler_hqa", 50, "memagent")
-    assert plain.results_file(tmp_path) == results.results_path(tmp_path, 50)
+    assert plain.results_file(tmp_path) == tmp_path / "length_50.jsonl"  # as ever
     base = Target("niah_single_1", 8192, "full_context")
     assert base.results_file(tmp_path).name == "niah_single_1_8192.full_context.jsonl"
     for t in (plain, base, Target("qa_1", 16384, "no_context")):
@@ -58,6 +61,23 @@ def test_result_files_name_task_length_and_mode(tmp_path):
         base,
         Target("qa_1", 16384, "no_context"),
     }
+
+
+def test_every_benchmark_names_its_files_and_finds_its_results(tmp_path):
+    ev = EvalConfig(data_root="hqa", ruler_data_root="ruler")
+    want = set()
+    for name, b in BENCHMARKS.items():
+        n = 4096 if b.unit == "tokens" else 50
+        stem = "length_50" if name == "ruler_hqa" else f"{name}_4096"
+        data = "hqa/eval_50.json" if name == "ruler_hqa" else f"ruler/eval_{stem}.json"
+        for mode in ("memagent", "no_context"):
+            t = Target(name, n, mode)
+            assert t.data_file(ev) == Path(data)
+            assert t.stem == stem and t.benchmark is b
+            t.results_file(tmp_path).write_text("")
+            want.add(t)
+    assert set(targets.present(tmp_path)) == want
+    assert [b.summary_key for b in BENCHMARKS.values()].count("lengths") == 1
 
 
 def test_planned_targets_follow_the_config():
@@ -79,6 +99,7 @@ def test_planned_targets_follow_the_config():
         ({"mode": "oracle"}, "eval.mode must be one of"),
         ({"tasks": ["niah_single_7"]}, "unknown RULER task 'niah_single_7'"),
         ({"tasks": ["vt"], "ruler_lengths": [0]}, "eval.ruler_lengths"),
+        ({"tasks": ["ruler_hqa"], "lengths": [0]}, r"eval\.lengths must"),
         ({"tasks": []}, "eval.tasks is empty"),
     ],
 )
@@ -139,9 +160,9 @@ def test_summary_rows_by_task_and_mode_with_cuts(tmp_path):
 
 def test_centre_cut_keeps_the_head_and_the_tail():
     ids = np.arange(10, dtype=np.int32)
-    kept, cut = centre_cut(ids, 5)
+    kept, cut = centre_truncate(ids, 5)
     assert kept.tolist() == [0, 1, 2, 8, 9] and cut == 5
-    kept, cut = centre_cut(ids, 10)
+    kept, cut = centre_truncate(ids, 10)
     assert kept.tolist() == list(range(10)) and cut == 0
 
 
@@ -202,8 +223,51 @@ def test_baselines_ask_and_score_in_the_answer_protocol(baseline, mode):
         text = wf.tokenizer.decode(prompt.tolist())
         assert asks in text and never not in text and "Which word?" in text
     said = "I think so. Therefore, the answer is Paris."
-    rec = baseline(mode, "answer_is")._record("q", ["Paris"], said, 10, 0, repeat=3)
+    rec = record_of(baseline(mode, "answer_is"), said, repeat=3)
     assert (rec["repeat"], rec["extracted"], rec["sub_em"]) == (3, "Paris", 1.0)
     assert rec["mode"] == mode
-    boxed = baseline(mode)._record("q", ["Paris"], said, 10, 0, repeat=1)
+    boxed = record_of(baseline(mode), said, repeat=1)
     assert (boxed["repeat"], boxed["extracted"], boxed["sub_em"]) == (1, None, 0.0)
+
+
+def record_of(wf, said: str, repeat: int) -> dict:
+    """The record ``wf`` writes for a sample answered ``said``."""
+    import asyncio
+
+    from memagent_workflow.eval.workflow import EvalSample
+
+    item = {"id": "q", "question": "Which?", "context": "word1", "answers": ["Paris"]}
+    sample = EvalSample.of({**item, "repeat": repeat})
+    asyncio.run(wf.prepare(sample, item))
+    return wf.record(sample, said)
+
+
+@pytest.mark.parametrize("mode", ["full_context", "no_context"])
+def test_a_baseline_sample_runs_the_eval_workflows_sample_loop(tiny_model_dir, mode):
+    """One prompt, one model call, then the record: answered, failed or refused."""
+    import asyncio
+
+    from areal.api.cli_args import GenerationHyperparameters
+
+    from memagent_workflow.eval.baseline import BaselineEvalWorkflow
+    from tests.fakes import FakeEngine
+
+    wf = BaselineEvalWorkflow(
+        GenerationHyperparameters(max_tokens=800), str(tiny_model_dir),
+        chunk_tokens=64, max_memory_tokens=32,
+        max_final_tokens=FakeEngine.final_budget, mode=mode, engine_retry_s=0,
+    )  # fmt: skip
+    item = {"id": "q", "question": "Which?", "context": "word1 " * 900}
+    item["answers"] = ["Paris"]
+    engine = FakeEngine(wf.tokenizer, lambda ep: "\\boxed{Paris}")
+    rec = asyncio.run(wf.arun_episode(engine, item))
+    assert (rec["error"], rec["sub_em"], rec["mode"]) == (None, 1.0, mode)
+    assert len(engine.requests) == 1 and rec["n_chunks"] == (mode == "full_context")
+    assert (rec["cut_tokens"] > 0) == (mode == "full_context")
+    assert rec["output_tokens"] == len(engine.tokenizer.encode("\\boxed{Paris}")) + 1
+    down = FakeEngine(wf.tokenizer, str, fail_for={0})
+    failed = asyncio.run(wf.arun_episode(down, item))
+    assert "engine failure" in failed["error"] and failed["prediction"] is None
+    assert failed["mode"] == mode and failed["cut_tokens"] == rec["cut_tokens"]
+    bad = asyncio.run(wf.arun_episode(engine, {**item, "question": ""}))
+    assert "question" in bad["error"] and bad["cut_tokens"] is None

@@ -15,6 +15,7 @@ from memagent_workflow.infra.paths import (
     resolve_model_path,
     resolve_paths,
 )
+from standin.train import load_config as load_cpu_config
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,7 @@ def test_home_and_absolute_paths(tmp_path, monkeypatch):
 
 def test_the_cpu_config_resolves_against_the_current_directory(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = load_config(["--config", str(ROOT / "config_cpu.yaml")])
+    config = load_cpu_config(["--config", str(ROOT / "config_cpu.yaml")])
     cpu = tmp_path / "outputs" / "cpu"
     model = str(cpu / "needle_model")
     assert config.actor.path == config.tokenizer_path == model
@@ -91,7 +92,7 @@ def test_the_eval_config_resolves_its_folders(tmp_path, monkeypatch):
 
 def test_resolving_twice_changes_nothing(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = load_config(["--config", str(ROOT / "config_cpu.yaml")])
+    config = load_cpu_config(["--config", str(ROOT / "config_cpu.yaml")])
     before = repr(config)
     resolve_paths(config, cwd=tmp_path / "elsewhere")
     assert repr(config) == before
@@ -99,7 +100,7 @@ def test_resolving_twice_changes_nothing(tmp_path, monkeypatch):
 
 def test_shared_folders_are_created(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    config = load_config(["--config", str(ROOT / "config_cpu.yaml")])
+    config = load_cpu_config(["--config", str(ROOT / "config_cpu.yaml")])
     fresh = tmp_path / "fresh"
     config.cluster.fileroot = str(fresh / "areal")
     config.cluster.name_resolve.nfs_record_root = str(fresh / "name_resolve")

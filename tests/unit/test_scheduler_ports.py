@@ -189,7 +189,7 @@ def test_the_controllers_ports_differ_between_runs_with_one_seed(monkeypatch):
             pass
 
         @classmethod
-        def as_controller(cls, config, scheduler):
+        def as_controller(cls, config, scheduler, skip_tied_groups):
             return cls()
 
         create_process_group = draw
@@ -198,7 +198,10 @@ def test_the_controllers_ports_differ_between_runs_with_one_seed(monkeypatch):
     monkeypatch.setattr(PPOTrainer, "_create_train_engine", draw)
     trainer = object.__new__(MemAgentPPOTrainer)
     trainer.actor_cls, trainer.scheduler = Actor, None
-    trainer.config = SimpleNamespace(actor="the actor's config")
+    trainer.config = SimpleNamespace(
+        actor="the actor's config",
+        memagent=SimpleNamespace(skip_tied_groups=False),
+    )
 
     def one_run() -> tuple[list[int], float]:
         seeding.set_random_seed(1, key="trainer0")  # as PPOTrainer.__init__
@@ -240,3 +243,23 @@ def test_the_weight_update_port_differs_between_runs_with_one_seed(monkeypatch):
         after.add(random.random())
     assert len(set(drawn)) > 1  # three equal draws of 22767 ports: a seeded one
     assert len(after) == 1  # training's stream untouched
+
+
+def test_a_forked_worker_gets_the_start_up_bound_not_sixty_seconds(
+    tmp_path, monkeypatch
+):
+    """AReaL waits 60 s for a forked worker's /health; a loaded machine needs more."""
+    import asyncio
+
+    from memagent_workflow.infra.scheduler import MIN_START_TIMEOUT_S
+
+    asked: list[float] = []
+
+    async def wait(session, host, port, timeout=60):
+        asked.append(timeout)
+        return True
+
+    monkeypatch.setattr(LocalScheduler, "_wait_for_fork_ready", staticmethod(wait))
+    sched = scheduler(MemAgentLocalScheduler, tmp_path)
+    assert asyncio.run(sched._wait_for_fork_ready(None, "127.0.0.1", 1))
+    assert asked == [MIN_START_TIMEOUT_S]  # startup_timeout=60 here: the floor wins

@@ -12,7 +12,12 @@ from areal.api.cli_args import (
 )
 from areal.utils.stats_logger import StatsLogger
 
-from memagent_workflow.trainer.step_report import StepReport, format_line, step_line
+from memagent_workflow.trainer.step_report import (
+    NO_ROLLOUT_STATS,
+    StepReport,
+    format_line,
+    step_line,
+)
 
 STATS = {
     "rollout/memagent/reward": 0.5,
@@ -40,24 +45,51 @@ def test_the_step_line_takes_its_numbers_from_arealss_stats():
     assert line["step"] == 5 and line["reward"] == 0.5 and line["rows"] == 256
     assert line["episodes_failed"] == 2  # a per-group mean times its count
     assert line["timing_s"] == {"rollout": 1.23} and line["elapsed_s"] == 12.3
+    assert line["rollout_stats"] is True
     assert format_line(line).startswith("step 5: reward 0.500 | 256 rows")
+    assert "0 groups rejected, 2 episodes failed" in format_line(line)
+
+
+# A step whose export held the actor's and the controller's stats only: every
+# group it trained finished (and was reported) before the previous step's export.
+ACTOR_ONLY = {k: v for k, v in STATS.items() if not k.startswith("rollout/")}
+
+
+def test_a_step_without_rollout_stats_says_so():
+    line = step_line(ACTOR_ONLY, global_step=18, elapsed_s=60.0)
+    assert line["rollout_stats"] is False and line["reward"] is None
+    text = format_line(line)
+    assert text.startswith(f"step 19: {NO_ROLLOUT_STATS} | 256 rows")
+    assert "n/a" not in text and "groups rejected" not in text
+    assert "rollout 1.23s" in text  # the trainer's own timings are still there
 
 
 def test_commit_writes_arealss_stats_and_the_step_report(tmp_path):
     areal = logger(tmp_path)
     areal.load_state_dict({"last_commit_step": 1})  # as a recover checkpoint does
-    report = StepReport.take_over(areal, title="exp/t0", chance=0.25)
-    assert report.summary_writer is areal.summary_writer  # not opened twice
+    report = StepReport(areal, title="exp/t0", chance=0.25)
+    assert report.areal_logger is areal  # its writers are not opened twice
     assert report.state_dict() == {"last_commit_step": 1}
     report.commit(0, 2, 2, dict(STATS))
     report.commit(0, 3, 3, {**STATS, "eval-rollout/memagent/reward": 0.75})
+    report.commit(0, 4, 4, dict(ACTOR_ONLY))
+    assert report.state_dict() == {"last_commit_step": 4}  # AReaL's counter
     report.close()
     log_dir = tmp_path / "logs"
     steps = [json.loads(x) for x in next(log_dir.rglob("steps.jsonl")).open()]
-    assert [s["step"] for s in steps] == [3, 4]
+    assert [s["step"] for s in steps] == [3, 4, 5]
     assert steps[1]["eval_reward"] == 0.75
+    assert [s["rollout_stats"] for s in steps] == [True, True, False]
     assert next(log_dir.rglob("learning_curve.png")).stat().st_size > 0
     events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert len(events) == 1 and events[0].stat().st_size > 0
     assert report.bar.total == 3  # the run's steps (total_train_steps)
-    assert "2 steps in" in report.summary() and "0.750 at the last" in report.summary()
+    assert "3 steps in" in report.summary() and "0.750 at the last" in report.summary()
+
+
+def test_loading_a_recover_checkpoint_reaches_arealss_logger(tmp_path):
+    areal = logger(tmp_path)
+    report = StepReport(areal, title="exp/t0")
+    report.load_state_dict({"last_commit_step": 7})
+    assert areal.state_dict() == {"last_commit_step": 7}
+    report.close()

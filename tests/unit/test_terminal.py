@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-from memagent_workflow.infra.terminal import CONSOLE_LOG, Screen
+from memagent_workflow.infra.terminal import (
+    CONSOLE_LOG,
+    REDRAW_PIPED_S,
+    Screen,
+    progress_bar,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 AREAL = "\x1b[37m\x1b[1;38;2;180;140;80m(AReaL)\x1b[0m \x1b[37m20261124-05:03:20.424"
@@ -39,6 +45,32 @@ def test_the_projects_step_lines_show_their_message_only():
         "step 3: reward 0.500"
     ]
     assert shown([f"{AREAL} MemAgentActor INFO: recover checkpoint saved"]) == []
+
+
+def test_the_model_build_says_what_it_does():
+    """Start-up: building, waiting for another process's build, the warm start's
+    summary, a cached model reused."""
+    lines = [
+        f"{AREAL} BuildOnce INFO: Another process is building the stand-in model "
+        "in /m; waiting for it",
+        f"{AREAL} StandinBuild INFO: warm start: 2,000 steps in 10 min 58 s",
+        f"{AREAL} StandinBuild INFO: using the cached stand-in model at /m",
+        f"{AREAL} NeedleModel INFO: warm start step 500: loss 0.5",
+    ]
+    assert shown(lines) == [
+        "Another process is building the stand-in model in /m; waiting for it",
+        "warm start: 2,000 steps in 10 min 58 s",
+        "using the cached stand-in model at /m",
+    ]
+
+
+def test_a_bar_is_drawn_into_a_pipe_too_less_often():
+    pipe = io.StringIO()  # not a terminal
+    bar = progress_bar(10, "warm start", unit="step", file=pipe)
+    assert not bar.disable and bar.mininterval == REDRAW_PIPED_S
+    bar.update(10)
+    bar.close()
+    assert "warm start: 100%" in pipe.getvalue()
 
 
 def test_library_chatter_is_hidden_and_python_warnings_and_tracebacks_are_not():

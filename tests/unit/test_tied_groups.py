@@ -12,12 +12,13 @@ from areal.utils.dataloader import create_dataloader
 
 from memagent_workflow.recovery.batches import MarksTrainedQuestions
 from memagent_workflow.recovery.ledger import IndexedRows, QuestionLedger
+from memagent_workflow.rows import TIED_KEY, tied_flags
+from memagent_workflow.trainer.actor import MemAgentActorController, MemAgentPPOActor
 from memagent_workflow.trainer.step_report import StepReport, step_line
 from memagent_workflow.trainer.tied_groups import (
-    TIED_KEY,
+    SkipsTiedGroups,
     drop_tied_groups,
     split_tied,
-    tied_flags,
 )
 from tests.unit.test_step_report import logger as areal_logger
 
@@ -121,12 +122,38 @@ class ControllerBase:
             self.released += target
 
 
-class Actor(MarksTrainedQuestions, ControllerBase):
-    """The project's actor (controller) over it, as the trainer configures it."""
+class Actor(SkipsTiedGroups, MarksTrainedQuestions, ControllerBase):
+    """The project's actor (controller) over it: its bases, in their order."""
 
     def __init__(self, skip: bool, dp_size: int = 1):
         super().__init__(dp_size)
         self.skip_tied_groups = skip
+
+
+def test_the_actor_and_its_controller_mark_questions_before_the_drop():
+    for cls in (MemAgentPPOActor, MemAgentActorController):
+        mro = cls.__mro__
+        assert mro.index(SkipsTiedGroups) < mro.index(MarksTrainedQuestions)
+        assert cls.skip_tied_groups is False  # the default: the paper's objective
+
+
+def test_the_controller_gets_the_switch_from_the_trainer(monkeypatch):
+    from areal.api.cli_args import PPOActorConfig
+
+    built = {}
+
+    def init(self, train_engine, config, scheduler):
+        built.update(engine=train_engine, scheduler=scheduler)
+
+    monkeypatch.setattr("areal.trainer.ppo.actor.PPOActorController.__init__", init)
+    controller = MemAgentPPOActor.as_controller(
+        PPOActorConfig(experiment_name="e", trial_name="t"),
+        "the scheduler",
+        skip_tied_groups=True,
+    )
+    assert isinstance(controller, MemAgentActorController)
+    assert controller.skip_tied_groups is True
+    assert built == {"engine": MemAgentPPOActor, "scheduler": "the scheduler"}
 
 
 @pytest.mark.parametrize("spmd", [False, True])
@@ -153,7 +180,7 @@ def test_the_counts_land_in_steps_jsonl_and_the_step_line(tmp_path, monkeypatch)
         "memagent_workflow.trainer.step_report.logger",
         SimpleNamespace(info=logged.append),
     )
-    report = StepReport.take_over(areal_logger(tmp_path), title="exp/t0")
+    report = StepReport(areal_logger(tmp_path), title="exp/t0")
     stats_tracker.export_all(reset=True)
     Actor(skip=True).prepare_batch(ledger(), workflow=None)
     stats = stats_tracker.export_all(reset=True)  # what the actor exports

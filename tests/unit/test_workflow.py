@@ -8,12 +8,14 @@ import asyncio
 
 import pytest
 import torch
-from areal.api.cli_args import GenerationHyperparameters
 from areal.infra.workflow_executor import check_trajectory_format
 from areal.utils import stats_tracker
 
 from memagent_workflow.data.files import DataError
-from memagent_workflow.workflow import MemAgentWorkflow, parse_item
+from memagent_workflow.workflow import parse_item
+from tests.builders import CHUNK_TOKENS as CHUNK
+from tests.builders import GROUP_SIZE as GROUP
+from tests.builders import make_workflow
 from tests.fakes import FakeEngine
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(60))
@@ -23,22 +25,6 @@ ITEM = {
     "context": CONTEXT,
     "answers": ["river"],
 }
-CHUNK = 40
-GROUP = 4
-
-
-def make_workflow(tokenizer, **kw):
-    args = dict(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
-        chunk_tokens=CHUNK,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        group_size=GROUP,
-        engine_retry_s=0,  # a failed call fails its episode at once
-    )
-    args.update(kw)
-    return MemAgentWorkflow(**args)
 
 
 def run(workflow, engine, item=ITEM):
@@ -47,13 +33,6 @@ def run(workflow, engine, item=ITEM):
 
 def answers(correct: set[int]):
     return lambda ep: "so \\boxed{river}" if ep in correct else "\\boxed{lake}"
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
 
 
 @pytest.fixture(scope="module")
@@ -241,13 +220,11 @@ def test_a_malformed_item_rejects_its_group_and_is_counted(tokenizer, field, val
 
 def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
     with pytest.raises(ValueError, match="gconfig.max_tokens=60"):  # at construction
-        make_workflow(tokenizer, gconfig=GenerationHyperparameters(max_tokens=60))
+        make_workflow(tokenizer, max_tokens=60)
     # Room for the template with an empty question, not for this long question:
     overhead = make_workflow(tokenizer).prompts.memory_template(tokenizer, "").overhead
     fits = overhead + 16 + CHUNK + 16 + FakeEngine.final_budget
-    wf = make_workflow(
-        tokenizer, gconfig=GenerationHyperparameters(max_tokens=fits), group_size=1
-    )
+    wf = make_workflow(tokenizer, max_tokens=fits, group_size=1)
     item = dict(ITEM, question="Which river flows north? " * 40)
     with pytest.raises(ValueError, match="reaches gconfig.max_tokens"):
         asyncio.run(
@@ -258,24 +235,9 @@ def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
         )
 
 
-class FlakyEngine(FakeEngine):
-    """Fails its first ``failures`` calls the way AReaL's client gives up on one."""
-
-    def __init__(self, *args, failures: int, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.failures = failures
-        self.calls = 0
-
-    async def agenerate(self, req):
-        self.calls += 1
-        if self.calls <= self.failures:
-            raise RuntimeError("Failed after 3 retries each. Last error: reset")
-        return await super().agenerate(req)
-
-
 def test_a_failing_call_is_made_again_and_counted(tokenizer, n_chunks):
     stats_tracker.get("rollout").export(reset=True)
-    engine = FlakyEngine(tokenizer, answers({0}), failures=3)
+    engine = FakeEngine(tokenizer, answers({0}), failures=3)
     traj = run(make_workflow(tokenizer, engine_retry_s=2.0), engine)
     assert traj["input_ids"].shape[0] == GROUP * (n_chunks + 1)  # nothing lost
     stats = stats_tracker.get("rollout").export(reset=True)
@@ -290,7 +252,7 @@ def test_a_call_failing_for_engine_retry_s_fails_its_episode_in_bounded_time(
     import time
 
     stats_tracker.get("rollout").export(reset=True)
-    engine = FlakyEngine(tokenizer, answers({0}), failures=10**9)
+    engine = FakeEngine(tokenizer, answers({0}), failures=10**9)
     start = time.monotonic()
     assert run(make_workflow(tokenizer, engine_retry_s=0.3), engine) is None
     assert time.monotonic() - start < 2.0
@@ -320,3 +282,33 @@ def test_the_configured_reward_scores_the_group(tokenizer, reward, expected):
     run(wf, FakeEngine(tokenizer, lambda ep: "\\boxed{The river}"))
     stats = stats_tracker.get("rollout").export(reset=True)
     assert stats["rollout/memagent/reward"] == expected
+
+
+def length_reward(response: str, golds: list[str]) -> float:
+    """A custom reward for the test below: the answer's length, gold ignored."""
+    return float(len(response))
+
+
+def test_a_reward_given_by_import_string_scores_the_group(tokenizer):
+    answer = "\\boxed{The river}"
+    wf = make_workflow(
+        tokenizer, reward="tests.unit.test_workflow.length_reward", group_size=1
+    )
+    stats_tracker.get("rollout").export(reset=True)
+    run(wf, FakeEngine(tokenizer, lambda ep: answer))
+    stats = stats_tracker.get("rollout").export(reset=True)
+    assert stats["rollout/memagent/reward"] == len(answer)
+
+
+@pytest.mark.parametrize(
+    "reward, why",
+    [
+        ("tests.unit.no_such_module.score", "does not resolve"),
+        ("tests.unit.test_workflow.no_such_function", "does not resolve"),
+        ("tests.unit.test_workflow.CHUNK", "not a function"),
+        ("exact", "choose one of"),
+    ],
+)
+def test_a_bad_reward_string_is_refused_with_the_key_named(tokenizer, reward, why):
+    with pytest.raises(ValueError, match=rf"memagent\.reward='{reward}'.*{why}"):
+        make_workflow(tokenizer, reward=reward)

@@ -37,3 +37,19 @@ def score_record(record: dict[str, Any], task: str) -> dict[str, Any]:
     ok = answer is not None and record.get("error") is None
     score = METRICS[metric](answer, record["answers"]) if ok else 0.0
     return {**record, "task": task, "metric": metric, "ruler_score": score}
+
+
+def _pct(records: list[dict[str, Any]]) -> float | None:
+    vals = [float(r.get("ruler_score") or 0.0) for r in records]
+    return 100.0 * sum(vals) / len(vals) if vals else None
+
+
+def summary_columns(records: list[dict[str, Any]], task: str) -> dict[str, Any]:
+    """A summary row's RULER columns: ``metric``, and ``score`` in % over every
+    record (a failed one scores 0) and ``score_non_failed`` over the others."""
+    ok = [r for r in records if r.get("error") is None]
+    return {
+        "metric": TASKS[task].metric,
+        "score": _pct(records),
+        "score_non_failed": _pct(ok),
+    }
