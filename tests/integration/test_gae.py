@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from areal.api.cli_args import GenerationHyperparameters
 from areal.trainer.ppo.actor import PPOActor
 
 from examples.train import load_config
-from memagent_workflow.workflow import MemAgentWorkflow
-from tests.fakes import MemoryScript, ScriptedEngine
+from tests.builders import make_workflow
+from tests.fakes import FakeEngine, MemoryScript
 
 GROUP = 3
 CHUNK = 24
@@ -36,13 +35,6 @@ QUESTIONS = [
     }
     for n, question in ((8, "Which river?"), (20, "Which river runs by the mill?"))
 ]
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +55,10 @@ def actor_config(tmp_path_factory):
 def rollout(tokenizer, item):
     n = len(tokenizer.encode(item["context"], add_special_tokens=False))
     n_chunks = -(-n // CHUNK)
-    engine = ScriptedEngine(MemoryScript(tokenizer, n_chunks, ANSWERS, MEMORY))
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=2048),
-        tokenizer=tokenizer,
+    engine = FakeEngine(script=MemoryScript(tokenizer, n_chunks, ANSWERS, MEMORY))
+    wf = make_workflow(
+        tokenizer,
+        max_tokens=2048,
         chunk_tokens=CHUNK,
         max_memory_tokens=MEMORY,
         max_final_tokens=16,

@@ -274,17 +274,15 @@ def test_unknown_protocol_is_refused():
 # ------------------------------------------------------------ in the workflow
 
 
-def test_answer_is_training_asks_for_and_rewards_the_answer_is_form(tiny_model_dir):
+def test_answer_is_training_asks_for_and_rewards_the_answer_is_form(tokenizer):
     """The protocol reaches the final prompt, the reward and the logged metrics."""
     import asyncio
 
-    from areal.api.cli_args import GenerationHyperparameters
     from areal.utils import stats_tracker
 
-    from memagent_workflow.workflow import MemAgentWorkflow, load_tokenizer
+    from tests.builders import make_workflow
     from tests.fakes import FakeEngine
 
-    tokenizer = load_tokenizer(str(tiny_model_dir))
     right = {0, 2}
 
     def answer(ep):  # a box is no answer under answer_is
@@ -293,16 +291,7 @@ def test_answer_is_training_asks_for_and_rewards_the_answer_is_form(tiny_model_d
         )
 
     engine = FakeEngine(tokenizer, answer)
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
-        chunk_tokens=40,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        group_size=4,
-        engine_retry_s=0,
-        answer_protocol="answer_is",
-    )
+    wf = make_workflow(tokenizer, answer_protocol="answer_is")
     item = {
         "id": "q",
         "question": "Which river?",

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 
 from examples.eval import load_config as load_eval_config
 from examples.train import load_config as load_train_config
@@ -29,28 +28,19 @@ from memagent_workflow.context import (
     turn_fits,
 )
 from memagent_workflow.prompts import builtin_prompts
-from memagent_workflow.workflow import Episode, MemAgentWorkflow, load_tokenizer
+from memagent_workflow.workflow import Episode
 from standin.eval import load_config as load_cpu_eval_config
 from standin.train import load_config as load_cpu_config
+from tests.builders import make_workflow
 from tests.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    return load_tokenizer(str(tiny_model_dir))
-
-
 def turn(tokenizer, prompt_len: int, max_new: int, max_tokens: int):
     """One model call of ``prompt_len`` + ``max_new`` tokens in a window of
     ``max_tokens`` (the workflow itself is built for a large window)."""
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=8192),
-        tokenizer=tokenizer,
-        group_size=1,
-        chunk_tokens=64,
-    )
+    wf = make_workflow(tokenizer, group_size=1, chunk_tokens=64)
     gconfig = wf.gconfig.new(max_new_tokens=max_new, max_tokens=max_tokens)
     engine = FakeEngine(tokenizer, lambda ep: "\\boxed{x}")
     prompt = np.full(prompt_len, 5, dtype=np.int32)
@@ -96,10 +86,7 @@ def test_a_tokenizer_without_a_pad_token(tokenizer):
     """AReaL then adds None to the stop ids; the workflow must not choke on it."""
     no_pad = tokenizer.__class__.from_pretrained(tokenizer.name_or_path)
     no_pad.pad_token = None
-    gconfig = GenerationHyperparameters(max_tokens=4096)
-    wf = MemAgentWorkflow(
-        gconfig=gconfig, tokenizer=no_pad, group_size=1, chunk_tokens=64
-    )
+    wf = make_workflow(no_pad, group_size=1, chunk_tokens=64)
     assert None in wf.gconfig.stop_token_ids
     assert wf.stop_ids == {no_pad.eos_token_id}
 

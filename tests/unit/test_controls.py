@@ -4,10 +4,10 @@ import asyncio
 
 import pytest
 import torch
-from areal.api.cli_args import GenerationHyperparameters
 
 from bench.controls import ShuffledMemoryAdvantageWorkflow
-from memagent_workflow.workflow import MemAgentWorkflow, load_tokenizer
+from memagent_workflow.workflow import MemAgentWorkflow
+from tests.builders import make_workflow
 from tests.fakes import FakeEngine
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(30))
@@ -16,23 +16,11 @@ GROUP = 4
 
 
 def rows(cls, tokenizer, correct: set[int], group: int = GROUP):
-    wf = cls(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
-        chunk_tokens=40,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        group_size=group,
-    )
+    wf = make_workflow(tokenizer, cls=cls, group_size=group)
     answer = lambda ep: "\\boxed{a}" if ep in correct else "\\boxed{b}"  # noqa: E731
     traj = asyncio.run(wf.arun_episode(FakeEngine(tokenizer, answer), ITEM))
     per_episode = traj["input_ids"].shape[0] // group
     return traj["rewards"].view(group, per_episode)
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    return load_tokenizer(str(tiny_model_dir))
 
 
 @pytest.mark.parametrize("correct", [{0}, {1, 2}, {3}])

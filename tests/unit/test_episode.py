@@ -11,11 +11,10 @@ chunk left in the final prompt all change some prompt.
 import asyncio
 
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 
 from memagent_workflow.prompts import final_answer_template, memory_update_template
-from memagent_workflow.workflow import MemAgentWorkflow
-from tests.fakes import MemoryScript, ScriptedEngine
+from tests.builders import make_workflow
+from tests.fakes import FakeEngine, MemoryScript
 
 QUESTION = "Which river flows north?"
 CONTEXT = " ".join(
@@ -29,13 +28,6 @@ INITIAL = "Nothing read yet"
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
-
-
-@pytest.fixture(scope="module")
 def doc_ids(tokenizer):
     ids = tokenizer.encode(CONTEXT, add_special_tokens=False)
     # enough chunks for every kind of memory turn, and a short last chunk
@@ -44,9 +36,8 @@ def doc_ids(tokenizer):
 
 
 def run_group(tokenizer, n_chunks, group_size=2, answers=("\\boxed{river}",), **kw):
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
+    wf = make_workflow(
+        tokenizer,
         chunk_tokens=CHUNK,
         max_memory_tokens=MEMORY,
         max_final_tokens=FINAL,
@@ -55,7 +46,7 @@ def run_group(tokenizer, n_chunks, group_size=2, answers=("\\boxed{river}",), **
         **kw,
     )
     script = MemoryScript(tokenizer, n_chunks, list(answers), MEMORY)
-    engine = ScriptedEngine(script)
+    engine = FakeEngine(script=script)
     item = {"id": "q1", "question": QUESTION, "context": CONTEXT, "answers": ["river"]}
     traj = asyncio.run(wf.arun_episode(engine, item))
     return traj, engine, script
@@ -124,13 +115,8 @@ def test_a_cut_document_shows_its_head_and_tail_exactly(tokenizer, doc_ids):
 
 
 def test_an_empty_document_is_answered_from_the_default_initial_memory(tokenizer):
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=8192),
-        tokenizer=tokenizer,
-        max_final_tokens=FINAL,
-        group_size=1,
-    )
-    engine = ScriptedEngine(MemoryScript(tokenizer, 0, ["\\boxed{x}"], MEMORY))
+    wf = make_workflow(tokenizer, max_final_tokens=FINAL, group_size=1)
+    engine = FakeEngine(script=MemoryScript(tokenizer, 0, ["\\boxed{x}"], MEMORY))
     item = {"id": "q", "question": QUESTION, "context": "", "answers": ["x"]}
     traj = asyncio.run(wf.arun_episode(engine, item))
     # MemAgent's initial memory text
@@ -144,16 +130,17 @@ def test_the_eval_workflow_runs_the_same_episode(tokenizer, doc_ids):
     from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
 
     chunks = [doc_ids[i : i + CHUNK] for i in range(0, len(doc_ids), CHUNK)]
-    wf = MemAgentEvalWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
+    wf = make_workflow(
+        tokenizer,
+        cls=MemAgentEvalWorkflow,
         chunk_tokens=CHUNK,
         max_memory_tokens=MEMORY,
         max_final_tokens=FINAL,
         initial_memory=INITIAL,
     )
     answer = "It flows north, so \\boxed{the river 7}"
-    engine = ScriptedEngine(MemoryScript(tokenizer, len(chunks), [answer], MEMORY))
+    script = MemoryScript(tokenizer, len(chunks), [answer], MEMORY)
+    engine = FakeEngine(script=script)
     item = {
         "id": "q7",
         "question": QUESTION,

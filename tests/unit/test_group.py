@@ -12,11 +12,10 @@ from collections import Counter
 
 import pytest
 import torch
-from areal.api.cli_args import GenerationHyperparameters
 from areal.utils import stats_tracker
 
-from memagent_workflow.workflow import MemAgentWorkflow
-from tests.fakes import MemoryScript, ScriptedEngine
+from tests.builders import make_workflow
+from tests.fakes import FakeEngine, MemoryScript
 
 CONTEXT = " ".join(f"Fact {i}: the river number {i} flows north." for i in range(16))
 CHUNK = 24
@@ -33,13 +32,6 @@ ADVANTAGE = {0: 2 / 3, 1: -1 / 3, 2: -1 / 3}  # R - mean(R) over the 3 survivors
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
-
-
-@pytest.fixture(scope="module")
 def n_chunks(tokenizer):
     n = len(tokenizer.encode(CONTEXT, add_special_tokens=False))
     assert n % CHUNK != 0
@@ -47,19 +39,18 @@ def n_chunks(tokenizer):
 
 
 def run_group(tokenizer, n_chunks, answers=ANSWERS, fail_at=None, **kw):
-    # A failed call fails its episode here (no retry; retries: test_workflow.py).
-    kw.setdefault("engine_retry_s", 0.0)
-    wf = MemAgentWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=tokenizer,
+    # A failed call fails its episode here (no retry, make_workflow's default;
+    # retries: test_workflow.py).
+    wf = make_workflow(
+        tokenizer,
         chunk_tokens=CHUNK,
         max_memory_tokens=MEMORY,
         max_final_tokens=32,
         group_size=GROUP,
         **kw,
     )
-    engine = ScriptedEngine(
-        MemoryScript(tokenizer, n_chunks, answers, MEMORY),
+    engine = FakeEngine(
+        script=MemoryScript(tokenizer, n_chunks, answers, MEMORY),
         fail_at={FAILED: 2} if fail_at is None else fail_at,
     )
     item = {"id": "q", "question": "Which river?", "context": CONTEXT}

@@ -8,7 +8,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 
 from memagent_workflow.config import workflow_kwargs
 from memagent_workflow.context import TurnTooLong
@@ -22,6 +21,7 @@ from memagent_workflow.prompts import (
 )
 from memagent_workflow.workflow import MemAgentWorkflow
 from standin.train import load_config
+from tests.builders import make_workflow
 from tests.fakes import FakeEngine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,13 +33,6 @@ ITEM = {
     "context": " ".join(f"Fact {i}: river {i} flows north." for i in range(30)),
     "answers": ["river"],
 }
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
 
 
 def write(tmp_path: Path, data, name: str = "prompts.yaml") -> Path:
@@ -150,18 +143,14 @@ def test_a_template_too_long_for_max_tokens_is_refused(tmp_path, tokenizer):
     long = "Read carefully. " * 300 + MEMORY
     path = write(tmp_path, {"memory_update": long, "final_answer": FINAL})
     args = dict(
-        gconfig=GenerationHyperparameters(max_tokens=1024),
-        tokenizer=tokenizer,
-        chunk_tokens=256,
-        max_memory_tokens=24,
-        max_final_tokens=24,
+        max_tokens=1024, chunk_tokens=256, max_memory_tokens=24, max_final_tokens=24
     )
-    MemAgentWorkflow(**args)  # the built-in wording fits
+    make_workflow(tokenizer, **args)  # the built-in wording fits
     with pytest.raises(TurnTooLong, match="template 'memory_update', ") as e:
-        MemAgentWorkflow(**args, prompts=str(path))
+        make_workflow(tokenizer, **args, prompts=str(path))
     message = str(e.value)
     assert f"{path}: " in message and "gconfig.max_tokens=1024" in message
     assert "memory 24, chunk 256) plus 24 new tokens" in message
     assert "shorten the template" in message and "memagent.chunk_tokens" in message
     with pytest.raises(TurnTooLong, match="template 'final_answer', built-in"):
-        MemAgentWorkflow(**{**args, "max_final_tokens": 900})
+        make_workflow(tokenizer, **{**args, "max_final_tokens": 900})

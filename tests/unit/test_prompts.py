@@ -14,13 +14,6 @@ from memagent_workflow.prompts import (
 )
 
 
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    from memagent_workflow.workflow import load_tokenizer
-
-    return load_tokenizer(str(tiny_model_dir))
-
-
 def doc(n: int) -> str:
     return "\n\n".join(
         f"Document {i}:\nPlace {i}\nThe town of Alder {i} lies near river {i * 7}."

@@ -18,12 +18,6 @@ from memagent_workflow.eval.ruler.generate import Generator, generate
 from memagent_workflow.eval.ruler.tasks import NEEDLE, PAPER_TASKS, TASKS
 from memagent_workflow.eval.sets import load_eval_file
 from standin.ruler_haystacks import hotpot, prose, squad
-from tests.qwen_vocab import qwen25_tokenizer
-
-
-@pytest.fixture(scope="module")
-def qwen():
-    return qwen25_tokenizer()
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +37,9 @@ def files(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="module")
-def generator(qwen, files) -> Generator:
+def generator(qwen_tokenizer, files) -> Generator:
     hays = [haystack.read_file(files[k]) for k in ("essay", "squad", "hotpot")]
-    return Generator(qwen, seed=7, haystacks=hays)
+    return Generator(qwen_tokenizer, seed=7, haystacks=hays)
 
 
 def needles_of(context: str, kind: str) -> dict[str, list[str]]:
@@ -88,12 +82,14 @@ def gold_from_context(sample: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("task", [*PAPER_TASKS, "qa_2"])
-def test_each_task_at_8k_tokens_holds_its_gold_and_length(task, generator, qwen):
+def test_each_task_at_8k_tokens_holds_its_gold_and_length(
+    task, generator, qwen_tokenizer
+):
     for index in range(2):
         s = generator.sample(task, 8192, index)
         # the length, recounted here: question + context + reserved answer tokens
-        q = len(qwen.encode(s["question"], add_special_tokens=False))
-        c = len(qwen.encode(s["context"], add_special_tokens=False))
+        q = len(qwen_tokenizer.encode(s["question"], add_special_tokens=False))
+        c = len(qwen_tokenizer.encode(s["context"], add_special_tokens=False))
         assert s["length"] == q + c + TASKS[task].tokens_to_generate
         assert (1 - TOLERANCE) * 8192 <= s["length"] <= 8192
         for answer in s["answers"]:
@@ -112,13 +108,12 @@ def test_needle_haystack_never_repeats_an_asked_key(generator):
         assert [len(table[k]) for k in s["keys"]] == [1]
 
 
-def test_same_seed_same_bytes_other_seed_other_bytes(qwen, files, tmp_path):
+def test_same_seed_same_bytes_other_seed_other_bytes(qwen_tokenizer, files, tmp_path):
     hays = [haystack.read_file(files["essay"])]
     runs = {}
     for name, seed in (("a", 3), ("b", 3), ("c", 4)):
-        generate(
-            qwen, ["niah_multivalue", "fwe"], [2048], tmp_path / name, seed, 3, hays
-        )
+        tasks, out = ["niah_multivalue", "fwe"], tmp_path / name
+        generate(qwen_tokenizer, tasks, [2048], out, seed, 3, hays)
         runs[name] = {p.name: p.read_bytes() for p in (tmp_path / name).iterdir()}
     assert runs["a"] == runs["b"] and set(runs["a"]) == {
         "eval_niah_multivalue_2048.json",
@@ -129,19 +124,19 @@ def test_same_seed_same_bytes_other_seed_other_bytes(qwen, files, tmp_path):
     assert [s["id"] for s in samples] == ["fwe_2048_0", "fwe_2048_1", "fwe_2048_2"]
 
 
-def test_haystack_too_short_is_refused_unless_repeated(qwen, files):
+def test_haystack_too_short_is_refused_unless_repeated(qwen_tokenizer, files):
     short = [haystack.read_file(files["short"])]
-    gen = Generator(qwen, seed=0, haystacks=short)
+    gen = Generator(qwen_tokenizer, seed=0, haystacks=short)
     with pytest.raises(FitError, match=r"short\.txt is too short.*--repeat-haystack"):
         gen.sample("niah_single_2", 8192, 0)
-    gen = Generator(qwen, seed=0, haystacks=short, repeat_haystack=True)
+    gen = Generator(qwen_tokenizer, seed=0, haystacks=short, repeat_haystack=True)
     assert gen.sample("niah_single_2", 8192, 0)["length"] >= 0.98 * 8192
 
 
-def test_qa_pool_too_small_is_refused(qwen, tmp_path):
+def test_qa_pool_too_small_is_refused(qwen_tokenizer, tmp_path):
     path = tmp_path / "tiny_squad.json"
     path.write_text(json.dumps(squad(n_articles=2)))
-    gen = Generator(qwen, seed=0, haystacks=[haystack.read_file(path)])
+    gen = Generator(qwen_tokenizer, seed=0, haystacks=[haystack.read_file(path)])
     with pytest.raises(FitError, match=r"tiny_squad\.json is too short"):
         gen.sample("qa_1", 8192, 0)
 
@@ -153,9 +148,9 @@ def run_cli(args: list[str], capsys) -> tuple[int, str]:
 
 
 @pytest.fixture(scope="module")
-def tokenizer_dir(qwen, tmp_path_factory) -> Path:
+def tokenizer_dir(qwen_tokenizer, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("qwen_tok")
-    qwen.save_pretrained(path)
+    qwen_tokenizer.save_pretrained(path)
     return path
 
 
