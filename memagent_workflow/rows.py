@@ -1,6 +1,6 @@
 """Training rows: one per model call, padded into AReaL's trajectory tensors.
 
-Besides AReaL's keys, a group's rows carry ``TIED_KEY``: whether the group's
+Besides AReaL's keys, a group's rows carry ``INDEX_KEY`` (the question) and ``TIED_KEY``: whether the group's
 rewards all tied (every advantage exactly 0, so the rows add nothing to the
 policy gradient). The trainer counts such groups and, if asked, keeps them out
 of the actor's passes (``memagent_workflow/trainer/tied_groups.py``).
@@ -14,6 +14,8 @@ import numpy as np
 import torch
 
 TIED_KEY = "tied"  # per-row flag: 1 where the row's group tied (all advantages 0)
+# Per-row: which question of the train set the rows train (recovery/ledger.py).
+INDEX_KEY = "question_index"
 
 
 @dataclass

@@ -30,9 +30,8 @@ from memagent_workflow.engine_calls import agenerate_with_retry, check_context_l
 from memagent_workflow.episode import Document, Episode, parse_item
 from memagent_workflow.metrics import log_group, log_scalars
 from memagent_workflow.prompts import PromptTexts, as_prompt_texts
-from memagent_workflow.recovery.ledger import INDEX_KEY
 from memagent_workflow.reward import reward_function
-from memagent_workflow.rows import TIED_KEY, Turn, pad_rows, tied_flags
+from memagent_workflow.rows import INDEX_KEY, TIED_KEY, Turn, pad_rows, tied_flags
 
 logger = logging.getLogger("MemAgentWorkflow")
 

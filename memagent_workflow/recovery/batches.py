@@ -14,8 +14,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from memagent_workflow.recovery.ledger import INDEX_KEY, QuestionLedger, RolloutStalled
+from memagent_workflow.recovery.ledger import QuestionLedger, RolloutStalled
 from memagent_workflow.recovery.ledger_sync import mark_step
+from memagent_workflow.rows import INDEX_KEY
 
 
 def question_indices(batch: list[dict[str, Any]]) -> list[int]:

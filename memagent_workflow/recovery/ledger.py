@@ -44,9 +44,10 @@ from typing import Any
 from areal.utils import logging
 from torch.utils.data import Dataset
 
+from memagent_workflow.rows import INDEX_KEY
+
 logger = logging.getLogger("QuestionLedger")
 
-INDEX_KEY = "question_index"
 STATE_VERSION = 1
 
 

@@ -34,11 +34,12 @@ turn is trained, or if the server keeps serving the initial weights (closing not
 """
 
 import json
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from bench.learning import CHANCE, NO_LENGTH_EVAL, SHUFFLED, build_model, train_run
+from bench.learning import CHANCE, NO_LENGTH_EVAL, SHUFFLED, config_value, train_run
 
 SEED = 0
 STEPS = 30
@@ -57,9 +58,13 @@ FAST = (
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
+def runs(needle_model_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("learning")
-    model = build_model(out / "model", SEED)
+    # The session's needle model is config_cpu.yaml's build, whose seed is SEED:
+    # the same bytes as building it here (the build is deterministic).
+    assert config_value("standin.seed") == SEED
+    model = out / "model"
+    shutil.copytree(needle_model_dir, model)
     lengths = f"standin.length_eval=[{','.join(map(str, LENGTHS))}]"
     jobs = {
         "main": dict(trainer_seed=SEED + 1, overrides=(*FAST, lengths)),

@@ -1,28 +1,24 @@
-"""Two CPU main jobs side by side, as two users (or one user's two experiments)
-start them: the README's command in two folders at the same moment, with the
-same seed (AReaL draws worker and controller ports, and the xccl group's, from
-`random` seeded by ``seed``).
-
-Both must finish; they also build the same not-yet-built model folder at once.
-And a worker port another program takes anyway stops the run, naming the port,
+"""A worker port another program takes stops the CPU main job, naming the port,
 in bounded time (AReaL's scheduler waited for that worker forever).
+
+Two main jobs with one seed started at once: tests/e2e/test_train_launch.py
+(its two single-controller runs); two processes building one model folder at
+once: tests/unit/test_build_once.py.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 from memagent_workflow.infra.terminal import CONSOLE_LOG
-from standin.build_cache import MARKER_FILE
 from tests.e2e.launch_runs import Launched, fresh_clone, train_cmd
 
-# The README's main job, launched by AReaL's single controller, shortened; with
-# its validation set, so each run also forks an eval-rollout worker, whose port
-# the rollout worker draws from `random` seeded by `seed` (the same in both).
+# The README's main job, launched by AReaL's single controller, shortened.
 LAUNCH = ("scheduler.type=local",)
 # How long a run may take to stop once its worker's port is taken: the worker
 # imports torch and AReaL before it tries to bind (seconds to a minute on a
@@ -31,24 +27,8 @@ LAUNCH = ("scheduler.type=local",)
 STOP_BOUND_S = 300
 
 
-def test_two_main_jobs_with_one_seed_started_at_once_both_finish(tmp_path):
-    model = tmp_path / "model"  # built by both runs at once
-    runs = []
-    for name in ("first", "second"):  # two fresh clones, one seed
-        clone = fresh_clone(tmp_path / name)
-        cmd = train_cmd(*LAUNCH, f"actor.path={model}")
-        runs.append(Launched(cmd, clone, cwd=clone))
-    done = [run.finish() for run in runs]
-    for run in done:
-        assert [s["step"] for s in run.steps] == [1, 2]
-        assert (run.checkpoint / "model.safetensors").is_file()
-    # Each run served its own stand-in (two servers, one per run).
-    assert len({r["pid"] for run in done for r in run.reports}) == 2
-    assert all(len(run.reports) == 1 for run in done)
-    assert (model / MARKER_FILE).is_file()
-
-
-def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path):
+def test_a_taken_worker_port_stops_the_run_naming_it(tmp_path, needle_model_dir):
+    shutil.copytree(needle_model_dir, tmp_path / "model")  # built: no warm start
     clone = fresh_clone(tmp_path / "run")
     cmd = train_cmd(*LAUNCH, "valid_dataset=null", f"actor.path={tmp_path / 'model'}")
     run = Launched(cmd, clone, cwd=clone)

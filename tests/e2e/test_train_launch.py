@@ -33,15 +33,19 @@ from tests.e2e.launch_runs import (
     train_cmd,
 )
 
-# Beyond the launch (LAUNCHES): several xccl buckets; no validation set where
-# the run is not the main job (no eval-rollout worker); and a seed of its own,
-# since AReaL draws worker and server ports from Python's `random`, seeded by
-# `seed`, and these runs start at the same time.
+# Beyond the launch (LAUNCHES): several xccl buckets; no validation set for the
+# Ray run (no eval-rollout worker). The two single-controller runs keep the
+# config's one seed and start at the same moment, as two users' main jobs would:
+# AReaL draws worker, controller and xccl ports from Python's `random` seeded by
+# `seed`, and the eval-rollout worker each forks draws its port there too, so
+# both must still finish, each with its own stand-in (MemAgentLocalScheduler).
+# AReaL's RayScheduler draws its own ports: the Ray run has a seed of its own.
 EXTRA = {
-    "local_disk": ("seed=101",),
-    "local_xccl": ("seed=102", "standin.xccl_bucket_mb=0.02", "valid_dataset=null"),
+    "local_disk": (),
+    "local_xccl": ("standin.xccl_bucket_mb=0.02",),
     "ray_disk": ("seed=103", "valid_dataset=null"),
 }
+ONE_SEED = ("local_disk", "local_xccl")
 RUNS = sorted(EXTRA)
 
 
@@ -71,8 +75,8 @@ def selected_runs(request) -> list[str]:
 
 # AReaL picks a worker's ports when it starts the process and the worker binds
 # them some 10-30 s later (after importing torch and AReaL); a run started at the
-# same time can take one in between. A run that failed on a taken port is run
-# again, alone.
+# same time can take one in between. The Ray run, if it failed on a taken port,
+# is run again, alone (the single-controller runs claim theirs: no second try).
 PORT_TAKEN = ("EADDRINUSE", "address already in use")
 
 
@@ -95,8 +99,10 @@ def runs(model, tmp_path_factory, request):
     started = {name: start(name) for name in selected_runs(request)}
     finished = {name: finish(launched) for name, launched in started.items()}
     for name, result in finished.items():
-        if isinstance(result, AssertionError) and any(
-            sign in str(result) for sign in PORT_TAKEN
+        if (
+            name not in ONE_SEED  # a port taken there is the bug tested
+            and isinstance(result, AssertionError)
+            and any(sign in str(result) for sign in PORT_TAKEN)
         ):
             finished[name] = finish(start(name))
     return finished
@@ -170,6 +176,16 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
         ["--config", "config_cpu.yaml", f"cluster.fileroot={tmp_path}"]
     )
     assert report_of(run)["context_length"] == config.sglang.context_length
+
+
+def test_two_runs_with_one_seed_at_once_each_served_their_own_stand_in(
+    local_disk, local_xccl
+):
+    pids = [report_of(run)["pid"] for run in (local_disk, local_xccl)]
+    assert pids[0] != pids[1]
+    for run in (local_disk, local_xccl):  # each forked its eval-rollout worker
+        assert run.steps[-1]["eval_sub_em"] is not None
+        assert (run.checkpoint / "model.safetensors").is_file()
 
 
 def test_workers_and_server_were_started_by_the_local_scheduler(local_disk):

@@ -77,3 +77,29 @@ def test_no_import_cycles():
     graph = import_graph()
     assert "memagent_workflow.workflow" in graph["memagent_workflow.eval.workflow"]
     assert cycles(graph) == []
+
+
+def test_the_algorithm_imports_none_of_the_folders_around_it():
+    """The package map: the top-level modules (the algorithm, on data/'s row
+    schema) import none of the trainer extensions, recovery, plumbing, eval or
+    preflight, which build on them."""
+    graph = import_graph()
+    folders = [f"memagent_workflow.{f}" for f in ("trainer", "recovery", "infra")]
+    folders += [f"memagent_workflow.{f}" for f in ("eval", "preflight")]
+    top = [
+        m
+        for m in graph
+        if m.startswith("memagent_workflow.")
+        and m.count(".") == 1
+        and m not in (*folders, "memagent_workflow.data")
+        and m != "memagent_workflow.areal_private"
+    ]
+    assert "memagent_workflow.workflow" in top and "memagent_workflow.reward" in top
+    for mod in top:
+        reach = {
+            dep
+            for dep in graph[mod]
+            for f in folders
+            if dep == f or dep.startswith(f + ".")
+        }
+        assert not reach, f"{mod} imports {sorted(reach)}"

@@ -16,12 +16,12 @@ from areal.api.cli_args import TrainDatasetConfig
 from areal.utils.dataloader import create_dataloader
 
 from memagent_workflow.recovery.ledger import (
-    INDEX_KEY,
     IndexedRows,
     QuestionLedger,
     assign_owners,
 )
 from memagent_workflow.recovery.ledger_sync import mark_trained_across_ranks
+from memagent_workflow.rows import INDEX_KEY
 from standin.launch import find_free_port
 
 ROWS = [{"id": f"q{i}", "question": f"question {i}"} for i in range(8)]
