@@ -61,16 +61,41 @@ def load_rows(path: str, role: str) -> Dataset:
     return dataset
 
 
+def train_steps(config: MemAgentGRPOConfig, n_rows: int) -> tuple[int, int]:
+    """``(schedule, run)``: the steps AReaL's LR schedule spans and the steps the
+    run makes, for ``n_rows`` training rows.
+
+    AReaL 1.0.4 builds the schedule over ``total_train_epochs`` x steps per epoch
+    (its ``FinetuneSpec``), whatever ``total_train_steps`` says; its training loop
+    stops at the smaller of that and ``total_train_steps``.
+    """
+    schedule = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
+    limit = config.total_train_steps
+    return schedule, schedule if limit is None else min(schedule, limit)
+
+
 def set_warmup(config: MemAgentGRPOConfig, n_rows: int) -> None:
-    """Turn ``warmup_steps`` into AReaL's warm-up proportion for this data."""
+    """Turn ``warmup_steps`` into AReaL's warm-up proportion for this data.
+
+    The proportion is taken of the schedule's span (what AReaL multiplies it
+    by), so the warm-up is ``warmup_steps`` long however many steps the run
+    makes; the log line and the warnings count the run's real steps.
+    """
+    schedule, run = train_steps(config, n_rows)
+    limit = config.total_train_steps
+    if limit is not None and limit > schedule:
+        logger.warning(
+            f"total_train_steps={limit}, but total_train_epochs="
+            f"{config.total_train_epochs} over {n_rows} rows make {schedule} steps: "
+            f"the run stops at {schedule} (raise total_train_epochs)"
+        )
     steps = config.warmup_steps
     if steps is None or config.actor.optimizer is None:
         return
-    total = config.total_train_epochs * (n_rows // config.train_dataset.batch_size)
-    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, total)
-    if steps > total:
-        logger.warning(f"warm-up of {steps} steps is longer than the run ({total})")
-    logger.info(f"LR warm-up: {min(steps, total)} of {total} steps")
+    config.actor.optimizer.warmup_steps_proportion = warmup_proportion(steps, schedule)
+    if steps > run:
+        logger.warning(f"warm-up of {steps} steps is longer than the run ({run})")
+    logger.info(f"LR warm-up: {min(steps, run)} of {run} steps")
 
 
 def checked_workflow_kwargs(

@@ -3,8 +3,10 @@
 The algorithm, at the top, read in this order:
     workflow        the episode loop: chunk by chunk, memory overwritten, the answer
     config          the ``memagent:`` section on AReaL's GRPOConfig
+    actor_config    the ``actor:`` section plus the original's KL loss keys
     chunking, context   the document cut into chunks; the one "a turn fits" rule
     prompts         the wording: built in (here, the one copy) or a user's file
+    original_prompts    the original MemAgent's templates, fetched at a pinned commit
     prompt_tokens   a turn's prompt as token ids
     episode, rows, advantage    one episode's turns, their training rows, GRPO
     reward          the training rewards (a built-in name or an import string)

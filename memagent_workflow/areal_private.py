@@ -83,7 +83,9 @@ PRIVATE = (
         "the overrides above read attributes __init__ sets before calling them "
         "(scheduler, allocations, actor, rollout); MemAgentPPOTrainer replaces the "
         "stats logger and the recover handler it builds (RecoverHandler(config."
-        "recover, ft_spec), then load) after it",
+        "recover, ft_spec), then load) after it, and builds the reference model "
+        "for actor.kl_loss_coef after it, as it builds its own for kl_ctl > 0 "
+        "(create, initialize with the ft_spec, perf tracer, offload)",
         "8bd23d69093c02dfb736e916452fcfbdd2213f2c6a74e38c33cdd6ba27e3b3b8",
         overridden=False,
     ),
@@ -94,6 +96,42 @@ PRIVATE = (
         "(actor, rollout and eval-rollout stats) this passes to stats_logger.commit, "
         "exported here once per step: a step with no rollout/ key received none",
         "3b6579c849e63f1520bb9caf9f36a5ecf95f4557f631a017a18d348912e2e8fd",
+        overridden=False,
+    ),
+    Private(
+        f"{TRAINER}._offload_model",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "not overridden: called to offload the KL loss's reference model at start "
+        "(ref.offload), as __init__'s _apply_initial_offload_policy does for its own",
+        "265701b0dab61d7789273ff62e251e41df0bb3ef38ed58c093ed16517f51c432",
+        overridden=False,
+    ),
+    Private(
+        f"{TRAINER}.train",
+        ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
+        "not overridden in its order: it computes the batch's ref_logp whenever "
+        "self.ref is set, whatever kl_ctl; the KL loss (actor.kl_loss_coef with "
+        "kl_ctl 0) relies on it for the reference model the trainer adds",
+        "797dd421d45fec3886c13b0c72605f6d383b344df9128ad40ca749d6405207a9",
+        overridden=False,
+    ),
+    Private(
+        "areal.trainer.ppo.actor:PPOActor._ppo_update",
+        ("memagent_workflow.trainer.actor:MemAgentPPOActor",),
+        "not overridden: it calls self.engine.train_batch(mb, loss_fn=<GRPO loss>, "
+        "loss_weight_fn=<loss-mask count>) inside the ppo_actor/update stats scope, "
+        "with ref_logp left in the batch; MemAgentPPOActor.train_batch adds the KL "
+        "loss to that loss_fn and logs kl_loss in that scope",
+        "a2a91bf5c636052bab95e8903a39583c99c13bfa4963c1c64d192372b49c5bc2",
+        overridden=False,
+    ),
+    Private(
+        "areal.trainer.ppo.actor:PPOActor._compute_advantages",
+        ("memagent_workflow.trainer.actor:MemAgentPPOActor",),
+        "not overridden: ref_logp is aligned with the current log-probabilities "
+        "(as prox_logp, not rolled) and zeroed outside the loss mask, and the reward "
+        "KL is -kl_ctl x estimate: 0 with kl_ctl 0, so only the KL loss acts",
+        "43947af3eb763e636f1acfa4c3fc762a5991340cdc54c47577c67ef9bf985068",
         overridden=False,
     ),
     Private(
@@ -204,6 +242,7 @@ SUBCLASSES = (
     "memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",
     "memagent_workflow.trainer.actor:MemAgentPPOActor",
     "memagent_workflow.trainer.actor:MemAgentActorController",
+    "memagent_workflow.actor_config:MemAgentActorConfig",
     "memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",
     "memagent_workflow.infra.scheduler:MemAgentLocalScheduler",
     "standin.trainer:StandinPPOTrainer",

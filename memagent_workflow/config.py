@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
 
+from memagent_workflow.actor_config import MemAgentActorConfig
 from memagent_workflow.prompts import load_prompts
 from memagent_workflow.reward import reward_function
 
@@ -70,6 +71,18 @@ class MemAgentConfig:
             "reaches the answer through the memory."
         },
     )
+    empty_memory: str = field(
+        default="initial",
+        metadata={
+            "help": "What the next turn reads when a memory turn writes nothing "
+            "(or only stop or out-of-vocabulary tokens): 'initial' gives it "
+            "memagent.initial_memory again (the original's asynchronous training, "
+            "recurrent/impls/async_memory.py); 'keep' passes the empty memory on "
+            "(the original's synchronous training, run_memory_7B.sh through "
+            "recurrent/impls/memory.py, and its evaluation script).",
+            "choices": ["initial", "keep"],
+        },
+    )
     reward: str = field(
         default="original",
         metadata={
@@ -106,7 +119,12 @@ class MemAgentConfig:
         metadata={
             "help": "YAML or JSON file with the 'memory_update' ({question}, "
             "{memory}, {chunk}) and 'final_answer' ({question}, {memory}) "
-            "templates. null = the project's built-in wording."
+            "templates. null = the project's built-in wording. 'original': the "
+            "original MemAgent's templates, downloaded at a pinned commit and "
+            "checked (training: its training ones; eval: its eval ones for "
+            "memagent.answer_protocol); spellings original[-train|-eval-boxed|"
+            "-eval-answer_is][@COMMIT][:DIR], DIR holding the source files "
+            "offline. See docs/gpu.md, 'Prompt files'."
         },
     )
     engine_retry_s: float = field(
@@ -152,6 +170,10 @@ class MemAgentConfig:
             )
         # Resolved once here: a bad name or import string fails at load time.
         reward_function(self.reward, self.answer_protocol)
+        if self.empty_memory not in ("initial", "keep"):
+            raise ValueError(
+                f"memagent.empty_memory={self.empty_memory!r}: choose initial or keep"
+            )
         if self.prompt_build not in ("tokens", "text"):
             raise ValueError(
                 f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
@@ -168,6 +190,8 @@ class MemAgentGRPOConfig(GRPOConfig):
     episodes, since an episode has one row per turn).
     """
 
+    # AReaL's actor config plus the original's KL loss (actor.kl_loss_coef).
+    actor: MemAgentActorConfig = field(default_factory=MemAgentActorConfig)
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
     valid_group_size: int = field(
         default=4,

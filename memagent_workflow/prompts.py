@@ -11,6 +11,10 @@ template is split at used twice, unbalanced braces. (Whether the templates
 leave room for a full chunk is ``context.check_fit``'s; how a template becomes
 token ids, ``prompt_tokens.py``'s.)
 
+``memagent.prompts=original`` (and its spellings) reads the original MemAgent's
+templates from its source instead, fetched at a pinned commit:
+``original_prompts.py``.
+
 To start a file from the built-in wording::
 
     uv run python -m memagent_workflow.prompts > MY_PROMPTS.yaml
@@ -28,6 +32,11 @@ from pathlib import Path
 
 import yaml
 
+from memagent_workflow.original_prompts import (
+    OriginalPromptsError,
+    original_templates,
+    parse_spec,
+)
 from memagent_workflow.prompt_tokens import (
     PromptTemplate,
     text_template,
@@ -180,12 +189,26 @@ def check_slots(name: str, text: str, where: str = "built-in prompts") -> None:
 
 
 def load_prompts(
-    path: str | os.PathLike | None, protocol: str = "boxed"
+    path: str | os.PathLike | None, protocol: str | None = None
 ) -> PromptTexts:
     """The templates of a YAML or JSON file, checked; None: the built-in ones,
-    whose final prompt asks for ``protocol``'s answer form."""
+    whose final prompt asks for ``protocol``'s answer form (None: boxed);
+    ``original...``: the original MemAgent's (``original_prompts.py``), refused
+    if they ask for another form than ``protocol``."""
     if path is None or str(path) == "":
-        return builtin_prompts(protocol)
+        return builtin_prompts(protocol or "boxed")
+    try:
+        spec = parse_spec(path)
+        if spec is not None:
+            memory_update, final_answer, source = original_templates(spec, protocol)
+            for name, text in (
+                ("memory_update", memory_update),
+                ("final_answer", final_answer),
+            ):
+                check_slots(name, text, source)
+            return PromptTexts(memory_update, final_answer, source)
+    except OriginalPromptsError as exc:
+        raise PromptFileError(str(exc)) from None
     path = Path(path)
     where = f"prompts file {path}"
     try:

@@ -76,6 +76,7 @@ class MemAgentWorkflow(RolloutWorkflow):
         self.train_memory_turns = cfg.train_memory_turns
         self.engine_retry_s = cfg.engine_retry_s
         self.wipe_memory = cfg.wipe_memory  # an ablation: memory never carries
+        self.keep_empty_memory = cfg.empty_memory == "keep"
         self.memory_gconfig = self.gconfig.new(
             n_samples=1, max_new_tokens=cfg.max_memory_tokens
         )
@@ -244,13 +245,16 @@ class MemAgentWorkflow(RolloutWorkflow):
         A memory cut off by the token limit is kept as it is (as the original
         MemAgent does). Stop tokens are dropped; ids outside the tokenizer's
         vocabulary (possible with padded embedding tables) are dropped too, so
-        they never reach a prompt. An empty memory falls back to the initial
-        memory text, so the next prompt still reads as intended.
+        they never reach a prompt. An empty memory (``memagent.empty_memory``)
+        is passed on as it is (``keep``: the next prompt's memory slot holds
+        nothing) or replaced by the initial memory (``initial``).
         """
         memory = self.strip_stop(turn.output_ids)
         memory = memory[memory < self.vocab_limit]
         ep.add_memory(memory, turn)
-        return memory if len(memory) else self.initial_memory
+        if len(memory) or self.keep_empty_memory:
+            return memory
+        return self.initial_memory
 
     def strip_stop(self, ids: np.ndarray) -> np.ndarray:
         end = len(ids)

@@ -100,19 +100,12 @@ def check_preset(config: MemAgentEvalConfig) -> None:
     """Refuse ``eval.preset=paper`` where the run would not be the paper's protocol.
 
     The preset sets the answer protocol, the lengths and the headline itself
-    (``MemAgentEvalConfig``); what it cannot supply is refused here: the
-    original's prompts (the user's file: this project ships no copy of them)
-    and sampling other than the paper's.
+    (``MemAgentEvalConfig``), the original's prompts too (``memagent.prompts:
+    original`` unless a file is given); sampling other than the paper's is
+    refused here.
     """
     if config.eval.preset != "paper":
         return
-    if not config.memagent.prompts:
-        raise EvalRefused(
-            "eval.preset=paper needs the original MemAgent's prompts, which this "
-            "project does not ship: copy its memory-update template and its "
-            "'Therefore, the answer is' final template into a prompts file (how: "
-            "docs/gpu.md, 'Prompt files') and pass memagent.prompts=FILE"
-        )
     g = config.gconfig
     want = {"temperature": PAPER["temperature"], "top_p": PAPER["top_p"]}
     got = {"temperature": g.temperature, "top_p": g.top_p}

@@ -8,6 +8,7 @@ from memagent_workflow.config import MemAgentGRPOConfig
 from memagent_workflow.eval.benchmarks import BENCHMARKS, RULER_HQA
 from memagent_workflow.eval.ruler.tasks import PAPER_LENGTHS, expand_names
 from memagent_workflow.eval.sets import DEFAULT_LENGTHS, OFFICIAL_LENGTHS
+from memagent_workflow.original_prompts import eval_spec
 
 # eval.preset=paper: the protocol behind the MemAgent paper's RULER-HQA table
 # (the original taskutils/memory_eval/run.py with method="recurrent").
@@ -16,6 +17,8 @@ PAPER = {
     "headline": "non_failed",  # the original drops failed requests
     "answer_protocol": "answer_is",  # "Therefore, the answer is ..."
     "prompt_build": "text",  # messages sent as text, encoded whole by the server
+    "empty_memory": "keep",  # an empty memory is sent on as the empty text
+    "prompts": "original",  # the original's eval templates (null prompts only)
     "temperature": 0.7,
     "top_p": 0.95,
 }
@@ -40,7 +43,8 @@ class EvalConfig:
         metadata={
             "help": "'paper': the paper's protocol in one override (lengths 50 ... "
             "25600, answer_is, one sample at T 0.7 / top-p 0.95, the original's "
-            "denominator as headline); needs memagent.prompts. See docs/eval.md.",
+            "denominator as headline, memagent.prompts=original unless set). "
+            "See docs/eval.md.",
             "choices": [None, *PRESETS],
         },
     )
@@ -160,3 +164,9 @@ class MemAgentEvalConfig(MemAgentGRPOConfig):
         if self.eval.preset == "paper":
             self.memagent.answer_protocol = PAPER["answer_protocol"]
             self.memagent.prompt_build = PAPER["prompt_build"]
+            self.memagent.empty_memory = PAPER["empty_memory"]
+            if not self.memagent.prompts:  # like lengths: null = the preset's
+                self.memagent.prompts = PAPER["prompts"]
+        # A bare 'original' means the original's eval templates in an eval.
+        m = self.memagent
+        m.prompts = eval_spec(m.prompts, m.answer_protocol)

@@ -36,6 +36,8 @@ from areal.utils import logging
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
+from memagent_workflow.original_prompts import is_spelling, resolve_dir
+
 logger = logging.getLogger("RunPaths")
 
 # (config class, field): the field holds a model (a local folder or a hub id).
@@ -127,6 +129,8 @@ def _walk(obj: Any, prefix: str, cwd: Path, changed: list[str], seen: set) -> No
             continue
         if kind == "model":
             new = resolve_model_path(value, cwd)
+        elif f.name == "prompts" and is_spelling(value):
+            new = resolve_dir(value, cwd)  # memagent.prompts=original...: a key
         else:
             new = resolve_local_path(value, cwd)
         if new != value:

@@ -24,6 +24,7 @@ from memagent_workflow.preflight.data import turn_budgets_of
 from memagent_workflow.preflight.hardware import gib
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
+from memagent_workflow.trainer.kl_loss import kl_loss_coef
 
 if TYPE_CHECKING:
     from memagent_workflow.preflight.run import Run
@@ -62,7 +63,7 @@ def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
         moments = 2 * (2 if actor.optimizer.type == "adam_bf16" else store)
     ref = 0
     ref_whole = 0
-    if config.ref is not None and actor.kl_ctl > 0:
+    if config.ref is not None and (actor.kl_ctl > 0 or kl_loss_coef(actor) > 0):
         ref_whole = n * DTYPE_BYTES[config.ref.optimizer_dtype]
         ref = ref_whole // dp
     tokens = actor.mb_spec.max_tokens_per_mb or 16384

@@ -18,6 +18,10 @@ gives that value when it builds them (`in_process`, `as_controller`).
 And the port of its xccl weight-update group, which AReaL draws from ``random``
 seeded by ``seed``, is drawn from an OS-seeded state: two runs with one seed
 would draw the same.
+
+With ``actor.kl_loss_coef > 0`` (`MemAgentActorConfig`) its ``train_batch`` adds
+the original MemAgent's KL loss to the loss AReaL's PPO update hands it
+(`memagent_workflow.trainer.kl_loss`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -37,6 +42,7 @@ from areal.utils import logging
 
 from memagent_workflow.infra.scheduler import private_random
 from memagent_workflow.recovery.batches import MarksTrainedQuestions
+from memagent_workflow.trainer.kl_loss import kl_loss_coef, with_kl_loss
 from memagent_workflow.trainer.tied_groups import SkipsTiedGroups
 
 logger = logging.getLogger("MemAgentActor")
@@ -105,6 +111,19 @@ class MemAgentPPOActor(SkipsTiedGroups, MarksTrainedQuestions, FSDPPPOActor):
             scheduler=scheduler,
             skip_tied_groups=skip_tied_groups,
         )
+
+    def train_batch(
+        self,
+        input_: list[dict[str, Any]] | dict[str, Any],
+        loss_fn: Callable[..., torch.Tensor],
+        loss_weight_fn: Callable[[dict[str, Any]], torch.Tensor],
+    ) -> dict[str, float]:
+        """AReaL's training step; with ``kl_loss_coef > 0`` the loss gets the KL
+        term (AReaL's PPO update calls this with its GRPO loss)."""
+        coef = kl_loss_coef(self.config)
+        if coef > 0:
+            loss_fn = with_kl_loss(loss_fn, coef, self.config.kl_loss_clamp)
+        return super().train_batch(input_, loss_fn, loss_weight_fn)
 
     def _init_weight_update_from_distributed(self, meta: Any) -> None:
         with private_random():  # the group's master port

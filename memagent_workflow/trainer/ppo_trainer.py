@@ -15,6 +15,11 @@ recovery:
 * servers left paused by a trainer that died in a weight update are resumed;
 * a start-up that fails after the scheduler started workers stops them.
 
+With ``actor.kl_loss_coef > 0`` (the original MemAgent's KL loss,
+`memagent_workflow.trainer.kl_loss`) it builds AReaL's reference model (``ref:``)
+even when ``actor.kl_ctl`` is 0, for which AReaL builds none; AReaL's training
+loop then computes the batch's ``ref_logp`` as it does for ``kl_ctl``.
+
 And the controllers' own ports (the rollout controller's callback server, the
 train controller's gloo group), which AReaL draws from ``random`` seeded by
 ``config.seed``, are drawn from an OS-seeded state (`private_random`): two runs
@@ -52,6 +57,7 @@ from memagent_workflow.recovery.ledger import (
 )
 from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.trainer.actor import MemAgentPPOActor
+from memagent_workflow.trainer.kl_loss import kl_loss_coef
 from memagent_workflow.trainer.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -78,7 +84,9 @@ class MemAgentPPOTrainer(PPOTrainer):
     def _init_trainer(
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
     ) -> None:
+        check_kl_loss_config(config)  # before any worker starts
         super().__init__(config, train_dataset=train_dataset, **kwargs)
+        self._add_kl_loss_ref()
         self.stats_logger = StepReport(
             self.stats_logger,
             title=f"{config.experiment_name}/{config.trial_name}",
@@ -95,6 +103,23 @@ class MemAgentPPOTrainer(PPOTrainer):
             # paused; a resumed run un-pauses them when it pushes its weights.
             # (The single controller's servers are this run's own.)
             self.rollout.continue_generation()
+
+    def _add_kl_loss_ref(self) -> None:
+        """The reference model of the KL loss, if AReaL built none (``kl_ctl``
+        0), built and initialised as ``PPOTrainer.__init__`` builds its own."""
+        if self.ref is not None or kl_loss_coef(self.config.actor) <= 0:
+            return
+        alloc = ModelAllocation.from_str(self.config.ref.backend, name="ref")
+        self.ref = self._create_train_engine(self.config.ref, alloc)
+        self.ref.initialize(addr=None, ft_spec=self.recover_handler.ft_spec, role="ref")
+        if self.config.perf_tracer is not None and is_single_controller():
+            self.ref.config_perf_tracer(self.config.perf_tracer, role="ref")
+        if self._should_offload_ref:
+            self._offload_model(self.ref, role="ref")
+        logger.info(
+            f"reference model built for the KL loss (actor.kl_loss_coef="
+            f"{self.config.actor.kl_loss_coef}, actor.kl_ctl={self.config.actor.kl_ctl})"
+        )
 
     # ------------------------------------------------------------ AReaL hooks
     def _create_dataloader(self, dataset, dataset_config, rank, world_size):
@@ -224,4 +249,22 @@ class MemAgentPPOTrainer(PPOTrainer):
             f"Last recover checkpoint: global step {step}. Once the cause is fixed "
             "(e.g. the inference servers answer again), rerun the same command to "
             "resume from it; steps after it are redone."
+        )
+
+
+def check_kl_loss_config(config: PPOConfig) -> None:
+    """A KL loss needs a reference model: refuse ``kl_loss_coef > 0`` without
+    ``ref:`` before any worker starts."""
+    coef = kl_loss_coef(config.actor)
+    if coef > 0 and config.ref is None:
+        raise ValueError(
+            f"actor.kl_loss_coef={coef} needs a reference model, but ref is null: "
+            "add a ref: section (path: the initial model, as config.yaml's) or set "
+            "actor.kl_loss_coef=0"
+        )
+    if coef > 0 and config.actor.kl_ctl > 0:
+        logger.warning(
+            f"KL counted twice: actor.kl_ctl={config.actor.kl_ctl} puts a KL penalty "
+            f"in the reward and actor.kl_loss_coef={coef} a KL term in the loss "
+            "(the original MemAgent has only the loss: kl_ctl 0)"
         )

@@ -32,6 +32,7 @@ from tqdm import tqdm
 
 from memagent_workflow.infra.terminal import console
 from memagent_workflow.trainer.curve import plot_curves, read_steps
+from memagent_workflow.trainer.kl_loss import KL_STAT
 from memagent_workflow.trainer.prox_approx import approx_errors
 from memagent_workflow.trainer.tied_groups import step_counts
 
@@ -61,6 +62,9 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         "memory_tokens": stats.get("rollout/memagent/memory_tokens"),
         "grad_norm": stats.get("ppo_actor/update/grad_norm"),
         "actor_loss": stats.get("ppo_actor/update/actor_loss/avg"),
+        # The original's KL loss (actor.kl_loss_coef > 0): token-mean k3, before
+        # the coefficient; None when off.
+        "kl_loss": stats.get(f"ppo_actor/update/{KL_STAT}/avg"),
         "lr": stats.get("ppo_actor/update/lr"),
         "groups_rejected": int(stats.get("rollout/rejected__count", 0)),
         **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped

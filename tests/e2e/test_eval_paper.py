@@ -62,13 +62,13 @@ def test_the_preset_sets_the_papers_protocol(tmp_path):
     assert small.eval.lengths == [50]
 
 
-def test_the_preset_refuses_a_run_without_prompts_or_with_other_sampling(tmp_path):
-    from examples.eval import evaluate
+def test_the_preset_takes_the_originals_prompts_or_refuses_other_sampling(tmp_path):
     from memagent_workflow.eval.checks import EvalRefused, check_preset
 
     cfg = load(tmp_path, "config_eval.yaml", "eval.preset=paper")
-    with pytest.raises(EvalRefused, match="needs the original MemAgent's prompts"):
-        evaluate(cfg)  # before any file or server is touched
+    assert cfg.memagent.prompts == "original-eval-answer_is"
+    assert cfg.memagent.empty_memory == "keep"  # the original's eval sends "" on
+    check_preset(cfg)
     prompts = "memagent.prompts=prompts/answer_is_example.yaml"
     hot = load(
         tmp_path,

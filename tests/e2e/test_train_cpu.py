@@ -2,9 +2,14 @@
 
 The single-controller and Ray launches of the same job: test_train_launch.py.
 ``/weights_digest`` and ``n_updates`` (weight syncs received) are stand-in only.
+The run also trains with the original MemAgent's KL loss, as docs/algorithm.md's
+command turns it on (``actor.kl_loss_coef``; AReaL's reward KL stays off), so the
+trainer adds a reference model of its own.
 """
 
 import json
+import math
+import shlex
 import shutil
 import urllib.request
 
@@ -14,7 +19,16 @@ from transformers import AutoModelForCausalLM
 
 from standin.launch import StandinServer
 from standin.model import weights_digest
-from tests.e2e.launch_runs import run_one_process
+from tests.e2e.launch_runs import ROOT, run_one_process
+
+
+def kl_loss_overrides() -> list[str]:
+    """The overrides of docs/algorithm.md's CPU command for the original's KL loss."""
+    text = (ROOT / "docs" / "algorithm.md").read_text()
+    line = next(x for x in text.splitlines() if "kl_loss_coef" in x and "uv run" in x)
+    head = "uv run python -m standin.train --config config_cpu.yaml "
+    assert line.startswith(head), line
+    return shlex.split(line[len(head) :])
 
 
 def get(server, path):
@@ -38,7 +52,7 @@ def run(needle_model_dir, tmp_path_factory):
         run_one_process(
             ["-m", "standin.train"], out, model, server.addr,
             # every step changes every weight, even if every group ties
-            "actor.optimizer.weight_decay=0.01",
+            "actor.optimizer.weight_decay=0.01", *kl_loss_overrides(),
         )  # fmt: skip
         state = get(server, "/weights_digest")
     steps = [
@@ -65,3 +79,9 @@ def test_step_two_trajectories_carry_the_new_version(run):
     assert second["oldest_rollout_version"] == 1
     assert second["staleness_max"] == 0
     assert all(s["rows"] > 0 for s in run["steps"])
+
+
+def test_the_kl_loss_is_logged_beside_the_policy_loss(run):
+    for step in run["steps"]:
+        assert math.isfinite(step["actor_loss"])
+        assert math.isfinite(step["kl_loss"]) and step["kl_loss"] >= 0

@@ -1,11 +1,17 @@
 """config.yaml loads into MemAgentGRPOConfig, and bad grouping settings are refused."""
 
+import re
+import shlex
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+import torch
 from areal.api import FinetuneSpec
+from transformers import get_constant_schedule_with_warmup
 
-from examples.train import checked_workflow_kwargs, load_config, set_warmup
+import examples.train
+from examples.train import checked_workflow_kwargs, load_config, set_warmup, train_steps
 from memagent_workflow.config import workflow_kwargs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,7 +27,7 @@ def test_recipe_values(tmp_path):
     assert cfg.memagent.group_size == 16 and cfg.gconfig.n_samples == 1
     assert cfg.memagent.max_chunks == 8 and cfg.memagent.chunk_tokens == 5000
     assert cfg.actor.reward_norm is None and cfg.actor.adv_norm is None
-    assert cfg.actor.kl_ctl == 0.001 and cfg.actor.kl_estimator == "k3"
+    assert cfg.actor.kl_loss_coef == 0.001 and cfg.actor.kl_estimator == "k3"
     assert cfg.actor.ppo_n_minibatches == 16 and cfg.train_dataset.batch_size == 128
     assert cfg.actor.use_decoupled_loss and cfg.actor.recompute_logprob
     # every turn fits: template + question + memory + chunk + new tokens
@@ -55,6 +61,88 @@ def test_warmup_is_20_steps_whatever_the_row_count(tmp_path, rows):
         spec = FinetuneSpec(epochs, (rows // batch) * batch, batch)
         proportion = cfg.actor.optimizer.warmup_steps_proportion
         assert int(proportion * spec.total_train_steps) == 20
+
+
+def test_the_objective_is_the_papers(tmp_path):
+    cfg = load(tmp_path)
+    # every row of every group trained: tied groups count in the token mean
+    assert cfg.memagent.skip_tied_groups is False
+    # KL as a loss term (0.001 x low_var_kl), none in the reward
+    assert cfg.actor.kl_loss_coef == 0.001 and cfg.actor.kl_ctl == 0
+    assert cfg.actor.kl_estimator == "k3" and cfg.ref is not None
+    # exact proximal log-probabilities, as verl recomputes them
+    assert cfg.actor.prox_logp_method == "recompute"
+    # an empty memory passed on, as the original's synchronous training
+    assert cfg.memagent.empty_memory == "keep"
+    assert workflow_kwargs(cfg)["empty_memory"] == "keep"
+    # the authors' step count, reached on either size of the training file
+    assert cfg.total_train_steps == 400
+    for rows in (8192, 32768):
+        assert train_steps(cfg, rows)[1] == 400
+
+
+@pytest.mark.parametrize("rows", [8192, 32768])
+def test_warmup_is_20_of_the_runs_real_steps(tmp_path, rows, monkeypatch):
+    # total_train_steps stops the run, but AReaL's LR schedule spans every epoch
+    # (FinetuneSpec): the proportion must be of that span, or the warm-up is short
+    cfg = load(tmp_path)
+    warned = []
+    monkeypatch.setattr(examples.train.logger, "warning", warned.append)
+    set_warmup(cfg, rows)
+    batch = cfg.train_dataset.batch_size
+    spec = FinetuneSpec(cfg.total_train_epochs, (rows // batch) * batch, batch)
+    assert train_steps(cfg, rows) == (spec.total_train_steps, cfg.total_train_steps)
+    # AReaL's FSDP engine, as it builds the constant schedule:
+    opt = torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=1.0)
+    warmup = int(cfg.actor.optimizer.warmup_steps_proportion * spec.total_train_steps)
+    schedule = get_constant_schedule_with_warmup(opt, warmup)
+    lrs = []
+    for _ in range(cfg.total_train_steps):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        schedule.step()
+    assert lrs[0] == 0 and all(lr < 1 for lr in lrs[:20]) and set(lrs[20:]) == {1.0}
+    assert warned == []
+
+
+def test_a_run_shorter_than_its_steps_or_its_warmup_is_named(tmp_path, monkeypatch):
+    cfg = load(tmp_path, "total_train_epochs=2")
+    warned = []
+    monkeypatch.setattr(examples.train.logger, "warning", warned.append)
+    set_warmup(cfg, 8192)  # 2 epochs of 64 steps: the epochs end the run first
+    assert train_steps(cfg, 8192) == (128, 128)
+    assert warned and "the run stops at 128" in warned[0]
+    cfg = load(tmp_path, "total_train_steps=10")
+    warned.clear()
+    set_warmup(cfg, 8192)
+    assert train_steps(cfg, 8192)[1] == 10
+    assert warned == ["warm-up of 20 steps is longer than the run (10)"]
+
+
+def speedup_command() -> list[str]:
+    """The command of docs/gpu.md, "Speed-ups (opt-in)", as a shell would split it."""
+    text = (ROOT / "docs" / "gpu.md").read_text().split("**Speed-ups (opt-in).**", 1)[1]
+    block = re.search(r"```bash\n(.*?)```", text, re.S).group(1).strip()
+    return shlex.split(block)
+
+
+def test_the_documented_speedup_line_turns_on_the_speedups_only(tmp_path):
+    cmd = speedup_command()
+    assert cmd[:4] == ["python3", "examples/train.py", "--config", "config.yaml"]
+    overrides = cmd[4:]
+    fast = load(tmp_path, *overrides)
+    assert fast.memagent.skip_tied_groups is True
+    assert fast.actor.prox_logp_method == "loglinear"
+    # nothing else changes: the launch override aside, the paper's config
+    launch = [o for o in overrides if o.startswith("scheduler.")]
+    plain = asdict(load(tmp_path, *launch))
+    plain["memagent"]["skip_tied_groups"] = True
+    plain["actor"]["prox_logp_method"] = "loglinear"
+    assert asdict(fast) == plain
+    # the same overrides, verbatim, where config.yaml and performance.md name them
+    line = " ".join(o for o in overrides if o not in launch)
+    assert f"#   {line}\n" in (ROOT / "config.yaml").read_text()
+    assert f"\n{line}\n" in (ROOT / "docs" / "performance.md").read_text()
 
 
 def test_workflow_kwargs_leave_out_the_trainer_fields(tmp_path):

@@ -71,7 +71,8 @@ def test_hf_saves_count_steps_and_epoch_ends(cfg):
 
 def test_disk_for_checkpoints_both_ways(cfg, tmp_path, monkeypatch):
     run = run_of(rooted(cfg, tmp_path))
-    run.train_rows = 32768
+    run.train_rows = 32768  # 2 epochs, 512 steps: 12 HF saves (above)
+    run.config.total_train_steps, run.config.total_train_epochs = None, 2
     hf = 2 * QWEN25_7B_PARAMS  # bf16
     recover = 12 * QWEN25_7B_PARAMS  # fp32 weights + Adam moments
     need = 12 * hf + 2 * recover
