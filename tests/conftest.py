@@ -11,22 +11,45 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+# Test files that take longest, started first: with the README's `-n auto --dist
+# loadfile` each runs whole on one worker, so the last file to start should be short.
+LONGEST_FIRST = (
+    "test_learning.py",
+    "test_recover.py",
+    "test_train_launch.py",
+    "test_eval_ruler.py",
+    "test_all_tied.py",
+    "test_eval_launch.py",
+    "test_eval.py",
+    "test_eval_paper.py",
+)
+
+
+def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A folder of this session that every pytest-xdist worker sees (the
+    session's base temp folder is per worker; its parent is the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny random Qwen2 model + tokenizer (seed 0), built once per session."""
+    """A tiny random Qwen2 model + tokenizer (seed 0), built once per run (the
+    build is shared by the workers: one builds, the others wait for it)."""
     from standin.tiny_model import build_tiny_model
 
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+    return build_tiny_model(shared_dir(tmp_path_factory, "tiny_model"), seed=0)
 
 
 @pytest.fixture(scope="session")
 def needle_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The CPU main job's warm-started needle model (config_cpu.yaml's build), built once."""
+    """The CPU main job's warm-started needle model (config_cpu.yaml's build),
+    built once per run (shared like ``tiny_model_dir``). Tests copy it before
+    training it."""
     from standin.cpu_job import build_model
     from standin.train import load_config
 
-    out = tmp_path_factory.mktemp("needle") / "model"
+    out = shared_dir(tmp_path_factory, "needle_model")
     build_model(load_config(["--config", "config_cpu.yaml", f"actor.path={out}"]))
     return out
 
@@ -63,8 +86,11 @@ def standin_server(
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test with its layer, the folder it lives in (unit/integration/e2e)."""
+    """Mark each test with its layer, the folder it lives in (unit/integration/e2e),
+    and start the longest files first (the order within a file is kept)."""
     for item in items:
         layer = Path(str(item.fspath)).parent.name
         if layer in ("unit", "integration", "e2e"):
             item.add_marker(getattr(pytest.mark, layer))
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
