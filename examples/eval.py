@@ -27,7 +27,6 @@ from typing import Any
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.config import parse_config
 from memagent_workflow.data.files import write_json
 from memagent_workflow.eval import report, results, sets, targets
 from memagent_workflow.eval.baseline import workflow_for
@@ -42,7 +41,7 @@ from memagent_workflow.eval.checks import (
 from memagent_workflow.eval.config import MemAgentEvalConfig
 from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.eval.targets import Target
-from memagent_workflow.infra.paths import make_shared_folders, resolve_paths
+from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
@@ -222,14 +221,11 @@ def write_summary(
 
 
 def load_config(
-    argv: list[str],
-    config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig,
-    standin_entry: str = STANDIN_ENTRY,
+    argv: list[str], config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig
 ) -> MemAgentEvalConfig:
-    """``--config`` and its overrides, parsed by ``config_cls``; a CPU stand-in
-    config stops here, naming ``python -m standin_entry``."""
-    config = parse_config(argv, config_cls, standin_entry)
-    return resolve_paths(config)  # relative paths mean the same in every worker
+    """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
+    config stops here, naming its own command."""
+    return load_entry_config(argv, config_cls, STANDIN_ENTRY)
 
 
 def main(

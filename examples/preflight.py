@@ -92,13 +92,15 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
 
 
 def product_loaders() -> dict[str, Loader]:
-    """``train.py``'s and ``eval.py``'s loaders, by kind of run."""
-    from examples.eval import load_config as load_eval
-    from examples.train import load_config as load_train
+    """``train.py``'s and ``eval.py``'s config classes, by kind of run, loaded as
+    they load them (a stand-in config is named with the preflight's command)."""
+    from memagent_workflow.config import MemAgentGRPOConfig
+    from memagent_workflow.eval.config import MemAgentEvalConfig
+    from memagent_workflow.infra.paths import load_entry_config
 
     return {
-        "train": partial(load_train, standin_entry=STANDIN_ENTRY),
-        "eval": partial(load_eval, standin_entry=STANDIN_ENTRY),
+        kind: partial(load_entry_config, config_cls=cls, standin_entry=STANDIN_ENTRY)
+        for kind, cls in (("train", MemAgentGRPOConfig), ("eval", MemAgentEvalConfig))
     }
 
 

@@ -24,11 +24,10 @@ from datasets import Dataset, load_dataset
 
 from memagent_workflow.config import (
     MemAgentGRPOConfig,
-    parse_config,
     warmup_proportion,
     workflow_kwargs,
 )
-from memagent_workflow.infra.paths import make_shared_folders, resolve_paths
+from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 from memagent_workflow.infra.ray_cluster import ray_for
 from memagent_workflow.infra.terminal import quiet_terminal
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
@@ -150,14 +149,11 @@ def train(
 
 
 def load_config(
-    argv: list[str],
-    config_cls: type[MemAgentGRPOConfig] = MemAgentGRPOConfig,
-    standin_entry: str = STANDIN_ENTRY,
+    argv: list[str], config_cls: type[MemAgentGRPOConfig] = MemAgentGRPOConfig
 ) -> MemAgentGRPOConfig:
-    """``--config`` and its overrides, parsed by ``config_cls``; a CPU stand-in
-    config stops here, naming ``python -m standin_entry``."""
-    config = parse_config(argv, config_cls, standin_entry)
-    return resolve_paths(config)  # relative paths mean the same in every worker
+    """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
+    config stops here, naming its own command."""
+    return load_entry_config(argv, config_cls, STANDIN_ENTRY)
 
 
 def qualname(obj: Any) -> str:

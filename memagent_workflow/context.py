@@ -31,7 +31,8 @@ _WINDOW = 256  # characters of context either side of a candidate cut
 _SEARCH = 4096  # how far past the target a cut is searched for
 
 
-def _encode_batch(tokenizer, texts: list[str]) -> list[list[int]]:
+def encode_batch(tokenizer, texts: list[str]) -> list[list[int]]:
+    """Each text's ids, no special tokens added."""
     # The Rust tokenizer's offset-free batch encode: the same ids for ~27% less
     # CPU than tokenizer(texts) (bench/results.md, benchmark 1).
     backend = getattr(tokenizer, "backend_tokenizer", None)
@@ -46,7 +47,7 @@ def _cut_is_safe(tokenizer, text: str, cut: int) -> bool:
     """Whether splitting ``text`` at ``cut`` leaves the local tokens unchanged."""
     left = text[max(0, cut - _WINDOW) : cut]
     right = text[cut : cut + _WINDOW]
-    whole, a, b = _encode_batch(tokenizer, [left + right, left, right])
+    whole, a, b = encode_batch(tokenizer, [left + right, left, right])
     return whole == a + b
 
 
@@ -85,7 +86,7 @@ def encode_context(tokenizer, text: str, piece_chars: int = PIECE_CHARS) -> np.n
     pieces = split_text(tokenizer, text, piece_chars)
     arrays = []
     for i in range(0, len(pieces), BATCH_PIECES):
-        for ids in _encode_batch(tokenizer, pieces[i : i + BATCH_PIECES]):
+        for ids in encode_batch(tokenizer, pieces[i : i + BATCH_PIECES]):
             arrays.append(np.asarray(ids, dtype=np.int32))
     return np.concatenate(arrays) if arrays else np.zeros(0, dtype=np.int32)
 

