@@ -27,8 +27,7 @@ from typing import Any
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.data.files import write_json
-from memagent_workflow.eval import report, results, sets, targets
+from memagent_workflow.eval import results, sets, summary, targets
 from memagent_workflow.eval.baseline import workflow_for
 from memagent_workflow.eval.checks import (
     EvalRefused,
@@ -42,7 +41,6 @@ from memagent_workflow.eval.config import MemAgentEvalConfig
 from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.eval.targets import Target
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
-from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
 # What runs a CPU stand-in config (named when one is given here).
@@ -167,59 +165,6 @@ def stream(
             yield rec
 
 
-def write_summary(
-    config: MemAgentEvalConfig,
-    ids: dict[Target, dict[str, list[str]]],
-    kinds: dict[Target, str | None],
-) -> dict:
-    """summary.json, results.md and accuracy.png from what is on disk."""
-    ev, g, mem = config.eval, config.gconfig, config.memagent
-    label = ev.label or Path(config.actor.path.rstrip("/")).name
-    answer = {
-        "boxed": "final answer in \\boxed{}",
-        "answer_is": "final answer after 'the answer is'",
-    }[mem.answer_protocol]
-    meta = {
-        "model": config.actor.path,
-        "label": label,
-        "preset": ev.preset,
-        "answer_protocol": mem.answer_protocol,
-        "n_samples": ev.n_samples,
-        "headline": ev.headline,
-        "prompt_build": mem.prompt_build,
-        "protocol": (
-            f"mode {ev.mode} (this run); "
-            f"RULER-HQA{' (preset: ' + ev.preset + ')' if ev.preset else ''}, "
-            f"{ev.n_samples} sample(s) per question, {answer}, sub-EM against the "
-            f"first gold answer (the original's per-sample score; RULER tasks: "
-            f"RULER's string match); temperature "
-            f"{g.temperature}, top_p {g.top_p}, chunk {mem.chunk_tokens}, "
-            f"memory {mem.max_memory_tokens}, final {mem.max_final_tokens}, "
-            f"max_chunks {mem.max_chunks or 'none'}, "
-            f"prompts {load_prompts(mem.prompts, mem.answer_protocol).source} "
-            f"(encoded as {mem.prompt_build})"
-        ),
-    }
-    summary = targets.summarize(
-        ev.output_dir, {t: list(a) for t, a in ids.items()}, meta, ev.n_samples
-    )
-    built = sorted({t.length for t, kind in kinds.items() if kind == sets.BUILT_SET})
-    for row in summary["lengths"]:
-        row["set"] = sets.BUILT_SET if row["length"] in built else None
-    if built:
-        summary["meta"]["note"] = (
-            f"N={built}: {sets.BUILT_SET} sets built locally by prepare_eval_data.py "
-            "--build (the official questions, documents sampled here), not the "
-            "official sets"
-        )
-    summary["anchors"] = report.anchors_for(
-        sorted({r["length"] for r in summary["lengths"]}), config.actor.path
-    )
-    write_json(Path(ev.output_dir) / results.SUMMARY_FILE, summary)
-    report.write_report(summary, ev.output_dir, title=f"RULER-HQA: {label}")
-    return summary
-
-
 def load_config(
     argv: list[str], config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig
 ) -> MemAgentEvalConfig:
@@ -279,16 +224,16 @@ def evaluate(
         with open_engine(config, inference) as engine:
             for t in todo:
                 run_length(engine, config, t, ids[t], kwargs)
-                write_summary(config, ids, kinds)
+                summary.write_summary(config, ids, kinds)
     else:
         logger.info("every sample is already scored; rewriting the summary only")
-    summary = write_summary(config, ids, kinds)
-    for row in summary["ruler"]:
+    done = summary.write_summary(config, ids, kinds)
+    for row in done["ruler"]:
         logger.info(
             f"{row['task']} L={row['length']} [{row['mode']}]: n={row['n']} "
             f"failed={row['failures']} {row['metric']}={row['score']}"
         )
-    for row in summary["lengths"]:
+    for row in done["lengths"]:
         logger.info(
             f"N={row['length']} [{row['mode']}]: n={row['n']} failed={row['failures']} "
             f"empty={row['empty']} "

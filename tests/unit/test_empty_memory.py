@@ -14,8 +14,7 @@ import pytest
 
 from memagent_workflow.config import MemAgentConfig
 from memagent_workflow.context import template_tokens, turn_budgets
-from memagent_workflow.prompts import final_answer_template, memory_update_template
-from tests.builders import make_workflow
+from tests.builders import expected_prompts, make_workflow
 from tests.fakes import FakeEngine, MemoryScript
 
 QUESTION = "Which lake is the deepest?"
@@ -58,23 +57,9 @@ def run(tokenizer, n_chunks: int = N_CHUNKS, group_size: int = 2, **knobs):
 
 def expected(tokenizer, script, episode: int, chunks, keep: bool) -> list[list[int]]:
     """Every prompt of one episode, from the template pieces by hand."""
-    mem = memory_update_template(tokenizer, QUESTION)
-    fin = final_answer_template(tokenizer, QUESTION)
-    initial = tokenizer.encode(INITIAL, add_special_tokens=False)
-    ints = lambda a: [int(t) for t in a]  # noqa: E731
-    memory, prompts = initial, []
-    for k, chunk in enumerate(chunks):
-        prompts.append(
-            ints(mem.before_memory)
-            + memory
-            + ints(mem.after_memory)
-            + list(chunk)
-            + ints(mem.after_chunk)
-        )
-        written = script.kept(episode, k)
-        memory = written if (written or keep) else initial
-    prompts.append(ints(fin.before_memory) + memory + ints(fin.after_memory))
-    return prompts
+    return expected_prompts(
+        tokenizer, script, episode, chunks, QUESTION, INITIAL, keep_empty=keep
+    )
 
 
 def memory_slots(tokenizer, engine, episode: int) -> list[str]:

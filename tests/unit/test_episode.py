@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from memagent_workflow.prompts import final_answer_template, memory_update_template
+from tests.builders import expected_prompts as build_expected
 from tests.builders import make_workflow
 from tests.fakes import FakeEngine, MemoryScript
 
@@ -54,22 +55,7 @@ def run_group(tokenizer, n_chunks, group_size=2, answers=("\\boxed{river}",), **
 
 def expected_prompts(tokenizer, script, episode, chunks, initial=INITIAL):
     """Every prompt of one episode, built from the template pieces by hand."""
-    mem = memory_update_template(tokenizer, QUESTION)
-    fin = final_answer_template(tokenizer, QUESTION)
-    initial = tokenizer.encode(initial, add_special_tokens=False)
-    pieces = lambda a: [int(t) for t in a]  # noqa: E731
-    memory, prompts = initial, []
-    for k, chunk in enumerate(chunks):
-        prompts.append(
-            pieces(mem.before_memory)
-            + memory
-            + pieces(mem.after_memory)
-            + chunk
-            + pieces(mem.after_chunk)
-        )
-        memory = script.kept(episode, k) or initial
-    prompts.append(pieces(fin.before_memory) + memory + pieces(fin.after_memory))
-    return prompts
+    return build_expected(tokenizer, script, episode, chunks, QUESTION, initial)
 
 
 def test_the_template_pieces_are_the_ones_the_slots_sit_between(tokenizer):
