@@ -11,8 +11,9 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-# Test files that take longest, started first: with the README's `-n auto --dist
-# loadfile` each runs whole on one worker, so the last file to start should be short.
+# Test files that take longest, started first: under the README's `-n auto` each
+# file runs whole on one worker (pyproject's addopts), so the last to start should
+# be short ones.
 LONGEST_FIRST = (
     "test_learning.py",
     "test_recover.py",
@@ -68,6 +69,24 @@ def qwen_tokenizer():
     from tests.qwen_vocab import qwen25_tokenizer
 
     return qwen25_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def qwen3_tokenizer():
+    """A hybrid-thinking Qwen3 tokenizer (Qwen3-4B's vocabulary and chat format,
+    ``enable_thinking`` honoured), built offline (tests/qwen_vocab.py)."""
+    from tests.qwen_vocab import qwen3_tokenizer
+
+    return qwen3_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def qwen3_instruct_tokenizer():
+    """A non-thinking Qwen3 tokenizer (Qwen3-4B-Instruct-2507's format: no think
+    block), built offline (tests/qwen_vocab.py)."""
+    from tests.qwen_vocab import QWEN3_INSTRUCT_2507_TEMPLATE, qwen3_tokenizer
+
+    return qwen3_tokenizer(QWEN3_INSTRUCT_2507_TEMPLATE)
 
 
 @pytest.fixture(scope="session")
