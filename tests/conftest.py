@@ -26,6 +26,13 @@ LONGEST_FIRST = (
 )
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto``: a worker more than the cores (at most 8): the end-to-end files
+    spend much of their time waiting on processes they start (imports, servers,
+    workers), and one more file in flight keeps the cores busy meanwhile."""
+    return min(8, (os.cpu_count() or 1) + 1)
+
+
 def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder of this session that every pytest-xdist worker sees (the
     session's base temp folder is per worker; its parent is the run's)."""
