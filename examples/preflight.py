@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ f
 
 from memagent_workflow.config import top_key  # noqa: E402
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
+from memagent_workflow.preflight.step import step_estimate  # noqa: E402
 
 Loader = Callable[[list[str]], Any]
 # What checks a CPU stand-in config (named when one is given here).
@@ -74,6 +75,13 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
         "system shared by every node (several nodes)",
     )
     p.add_argument(
+        "--train-tflops",
+        type=float,
+        default=120.0,
+        help="training TFLOP/s one actor GPU achieves, for the step estimate "
+        "(default 120: the original's measured 7B update on H100s)",
+    )
+    p.add_argument(
         "--max-rows",
         type=int,
         help="check only the first N rows of each data file (default: all)",
@@ -87,6 +95,7 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
         allow_download=args.allow_download,
         shared_fs=args.shared_fs,
         max_rows=args.max_rows,
+        train_tflops=args.train_tflops,
     )
     return options, rest
 
@@ -128,6 +137,8 @@ def main(
     config, kind = load(rest, loaders or product_loaders())
     run = Run(config, kind, options, inputs_by=(inputs_by or {}).get(kind))
     checks = run_checks(run)
+    if (step := step_estimate(run)) is not None:
+        print(step.describe(), end="\n\n")
     print(render(checks), flush=True)
     return 1 if blocking(checks) else 0
 

@@ -21,10 +21,13 @@ Two built-in training rewards, picked by ``memagent.reward``:
   match after SQuAD normalisation (case, articles, punctuation, spaces): more
   lenient than the original.
 
-With ``answer_protocol=answer_is`` both read the answer ``extract_answer``
-finds instead of a box. Any other ``memagent.reward`` is an import string
-(``package.module.function``) of a function ``(response, golds) -> float``,
-given the final response as generated, whatever the protocol.
+Both read only the text after a final response's last ``</think>`` when
+something follows it (``answer_text``, as the evaluation does), so a think
+block never scores. With ``answer_protocol=answer_is`` both read the answer
+``extract_answer`` finds instead of a box. Any other ``memagent.reward`` is an
+import string (``package.module.function``) of a function
+``(response, golds) -> float``, given the final response as generated,
+whatever the protocol.
 
 ``sub_em``, ``exact_match`` and ``f1`` are SQuAD-normalised metrics, max over
 the gold answers, logged during training.
@@ -167,6 +170,15 @@ def after_think(text: str) -> str:
     return text.split("</think>")[-1].strip()
 
 
+def answer_text(response: str) -> str:
+    """The part of a final response its answer is read from, by the training
+    rewards and by evaluation alike: the text after the last ``</think>``
+    (stripped), so a think block (a Qwen3 that thinks although asked not to)
+    never scores; the response as it is when it has no ``</think>``, or when
+    nothing follows its last one (the original evaluation's fallback)."""
+    return after_think(response) or response
+
+
 def _answer_is(text: str) -> str | None:
     """The original ``extract_answer``: the text after the last "the answer is"."""
     text = text.replace("*", "")  # markdown bold/italics: every '*' goes
@@ -201,9 +213,7 @@ def extract_answer(response: str, protocol: str) -> str | None:
     answer is" and ``boxed`` the last box. None when nothing is found.
     """
     extract = _EXTRACTORS[check_protocol(protocol)]
-    response = response.strip()
-    pred = after_think(response)
-    return extract(pred) if pred else extract(response)
+    return extract(answer_text(response.strip()))
 
 
 # ------------------------------------------------------- the original verifier
@@ -247,18 +257,21 @@ def _original_equal(answer: str, golds: str | list[str]) -> float:
 def original_reward(response: str, golds: str | list[str]) -> float:
     """The original MemAgent training verifier (verl's HotpotQA reward).
 
-    1.0 iff the boxed answer in the last 300 characters of ``response``,
-    lower-cased and cleaned by ``original_normalize``, equals a gold answer
-    treated the same way; else 0.0.
+    1.0 iff the boxed answer in the last 300 characters of ``response``'s
+    ``answer_text``, lower-cased and cleaned by ``original_normalize``, equals
+    a gold answer treated the same way; else 0.0. (A response without
+    ``</think>``, all the original's models wrote, is read whole, as there.)
     """
-    answer = last_box(response[-ORIGINAL_WINDOW:].lower(), original=True)
+    text = answer_text(response)
+    answer = last_box(text[-ORIGINAL_WINDOW:].lower(), original=True)
     return 0.0 if answer is None else _original_equal(answer, golds)
 
 
 def squad_reward(response: str, golds: str | Iterable[str]) -> float:
-    """1.0 iff the last complete boxed answer exact-matches a gold after SQuAD
-    normalisation (case, articles, punctuation and spaces ignored)."""
-    boxed = last_box(response)
+    """1.0 iff the last complete boxed answer of ``response``'s ``answer_text``
+    exact-matches a gold after SQuAD normalisation (case, articles, punctuation
+    and spaces ignored)."""
+    boxed = last_box(answer_text(response))
     return 0.0 if boxed is None else exact_match(boxed, golds)
 
 

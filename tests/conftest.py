@@ -26,6 +26,7 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto``: a worker more than the cores (at most 8): the end-to-end files
     spend much of their time waiting on processes they start (imports, servers,

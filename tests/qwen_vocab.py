@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers
 from tokenizers import pre_tokenizers as pre
@@ -99,4 +100,35 @@ def qwen25_tokenizer() -> PreTrainedTokenizerFast:
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=CHAT_TEMPLATE,
+    )
+
+
+# ----------------------------------------------------------------- Qwen3
+# Qwen3 keeps Qwen2.5's BPE vocabulary and its 22 added tokens, and adds four
+# more after them; Qwen3's tokenizer_config marks these four "special": false,
+# so decoding with skip_special_tokens=True keeps "<think>" and "</think>".
+QWEN3_EXTRA_TOKENS = ("<tool_response>", "</tool_response>", "<think>", "</think>")
+THINK_ID, END_THINK_ID = 151667, 151668
+TEMPLATES = Path(__file__).parent / "data"
+QWEN3_TEMPLATE = TEMPLATES / "qwen3_chat_template.jinja"
+QWEN3_INSTRUCT_2507_TEMPLATE = TEMPLATES / "qwen3_instruct_2507_chat_template.jinja"
+
+
+@lru_cache(maxsize=2)
+def qwen3_tokenizer(template: Path = QWEN3_TEMPLATE) -> PreTrainedTokenizerFast:
+    """A Qwen3 tokenizer, built offline: Qwen2.5's (copied, the cached one is
+    untouched) plus Qwen3's four added tokens, with ``template`` (a file of
+    ``tests/data``) as its chat template."""
+    base = qwen25_tokenizer().backend_tokenizer
+    tok = Tokenizer.from_str(base.to_str())
+    tok.add_tokens(
+        [AddedToken(s, special=False, normalized=False) for s in QWEN3_EXTRA_TOKENS]
+    )
+    assert tok.token_to_id("<think>") == THINK_ID
+    assert tok.token_to_id("</think>") == END_THINK_ID
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=Path(template).read_text(),
     )

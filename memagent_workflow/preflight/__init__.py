@@ -33,8 +33,9 @@ def _free_memory_need(run: Run) -> int | None:
     gpu = run.gpu_memory_bytes[0]
     need = memory.sglang_memory(run, shape, gpu).pool if run.layout.rollout_gpus else 0
     if not run.is_eval and run.layout.actor_gpus:
-        est = memory.actor_memory(shape, run.config, max(1, run.layout.actor_gpus))
-        need = max(need, est.state, est.load_peak)
+        dp = max(1, run.layout.actor_gpus)
+        est = memory.actor_memory(shape, run.config, dp, run.actor_offloads)
+        need = max(need, est.state, est.ref, est.load_peak)
     return need or None
 
 

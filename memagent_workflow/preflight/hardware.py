@@ -33,6 +33,8 @@ def check_gpu_count(run: Run) -> Check:
     if run.servers_running:
         return not_applicable(FAMILY, name, "eval against servers already running")
     roles = f"rollout {lay.rollout_gpus} + actor {lay.actor_gpus}"
+    if lay.colocated:
+        roles = f"rollout {lay.rollout_gpus} and actor {lay.actor_gpus} colocated"
     capacity = cluster.n_nodes * cluster.n_gpus_per_node
     if lay.gpus > capacity:
         return fail(

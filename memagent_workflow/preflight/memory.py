@@ -13,6 +13,13 @@ earlier engine are already resident: that is the load peak.
 SGLang: the weights in ``sglang.dtype`` split over TP, and a static pool of
 ``mem_fraction_static`` of the GPU for weights plus KV cache; the KV tokens left
 decide how many turns run at once.
+
+Taking turns: with ``ref.offload`` and an actor that leaves its GPU between its
+passes (``actor.offload``, or colocated with the rollout), the reference model
+is on the GPU only while the actor is not, so it counts apart. Colocated, SGLang
+sizes its KV pool at start beside the actor's resident weights (the actor is
+built first), and both sides need ``enable_offload`` (torch_memory_saver),
+disk weight updates and ``sglang.enable_memory_saver``.
 """
 
 from __future__ import annotations
@@ -43,18 +50,31 @@ class ActorMemory:
     ref: int
     activations: int  # rough: checkpoints, one layer's recompute, the logits
     load_peak: int
+    ref_apart: bool = False  # the reference is on the GPU only while the actor is not
 
     @property
     def state(self) -> int:
-        return self.weights + self.grads + self.adam + self.ref
+        """What stays on the GPU through the actor's update."""
+        return (
+            self.weights + self.grads + self.adam + (0 if self.ref_apart else self.ref)
+        )
 
     @property
     def steady(self) -> int:
         return self.state + self.activations
 
 
-def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
-    """What one of ``dp`` FSDP ranks (the actor's GPUs) holds, and its load peak."""
+def ref_apart(config, actor_offloads: bool) -> bool:
+    """Whether the reference model and the actor take turns on the GPU."""
+    ref = config.ref
+    return ref is not None and bool(getattr(ref, "offload", False)) and actor_offloads
+
+
+def actor_memory(
+    shape: ModelShape, config, dp: int, actor_offloads: bool = False
+) -> ActorMemory:
+    """What one of ``dp`` FSDP ranks (the actor's GPUs) holds, and its load peak
+    (``actor_offloads``: the actor leaves the GPU between its passes)."""
     actor = config.actor
     n = shape.params
     store = DTYPE_BYTES[actor.optimizer_dtype]
@@ -72,9 +92,11 @@ def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
     recompute = tokens * (4 * shape.hidden + 3 * shape.intermediate) * compute
     logits = tokens * shape.vocab * (compute + 4)  # and their fp32 log-softmax
     whole = n * store
-    peak = (
-        0 if actor.fsdp.memory_efficient_load else max(whole, whole // dp + ref_whole)
-    )
+    apart = ref_apart(config, actor_offloads) and ref_whole > 0
+    # The reference loads beside the actor's shards, or alone once the actor
+    # has left the GPU (it is offloaded before the KL reference is built).
+    beside = 0 if actor_offloads else whole // dp
+    peak = 0 if actor.fsdp.memory_efficient_load else max(whole, beside + ref_whole)
     return ActorMemory(
         weights=whole // dp,
         grads=whole // dp,
@@ -84,6 +106,7 @@ def actor_memory(shape: ModelShape, config, dp: int) -> ActorMemory:
         + recompute
         + logits,
         load_peak=peak,
+        ref_apart=apart,
     )
 
 
@@ -96,6 +119,7 @@ class SGLangMemory:
     kv_tokens: int
     turn_tokens: int
     planned_turns: int  # concurrent turns per server the config plans
+    beside: int = 0  # a colocated actor's weights, resident when SGLang starts
 
     @property
     def turns_held(self) -> int:
@@ -131,8 +155,34 @@ def sglang_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> SGLangMemory:
     kv_dtype = 1 if "fp8" in (sg.kv_cache_dtype or "") else dtype
     weights = shape.params * dtype // tp
     pool = int((sg.mem_fraction_static or 0.9) * gpu_bytes)
-    kv = max(0, pool - weights) // shape.kv_bytes_per_token(tp, kv_dtype)
-    return SGLangMemory(weights, pool, kv, turn_tokens(run), planned_turns(run))
+    beside = 0
+    if run.layout.colocated:
+        # SGLang measures the memory free after its weights: the actor, built
+        # before it, already holds its master weights there.
+        dp = max(1, run.layout.actor_gpus)
+        beside = actor_memory(shape, run.config, dp, run.actor_offloads).weights
+    kv = max(0, pool - weights - beside) // shape.kv_bytes_per_token(tp, kv_dtype)
+    return SGLangMemory(weights, pool, kv, turn_tokens(run), planned_turns(run), beside)
+
+
+# A colocated rollout's needs: AReaL's PPOTrainer._validate_cfg asks the first
+# two; SGLang frees its pool only when started with the memory saver.
+COLOCATION_KEYS = (
+    "enable_offload=true", "actor.weight_update_mode=disk",
+    "sglang.enable_memory_saver=true",
+)  # fmt: skip
+
+
+def colocation_gaps(run: Run) -> list[str]:
+    """The colocation settings a colocated layout lacks (none when separate)."""
+    if not run.layout.colocated:
+        return []
+    cfg = run.config
+    have = (
+        cfg.enable_offload, cfg.actor.weight_update_mode == "disk",
+        getattr(cfg.sglang, "enable_memory_saver", False),
+    )  # fmt: skip
+    return [key for key, ok_ in zip(COLOCATION_KEYS, have, strict=True) if not ok_]
 
 
 def _no_model(run: Run, name: str) -> Check | None:
@@ -158,14 +208,32 @@ def check_actor(run: Run) -> Check:
         return missing
     shape = run.model[0]
     dp = max(1, run.layout.actor_gpus)  # FSDP shards over every actor GPU
-    est = actor_memory(shape, run.config, dp)
+    est = actor_memory(shape, run.config, dp, run.actor_offloads)
     gpu, gpu_name = run.gpu_memory_bytes
+    ref = f"ref {gib(est.ref)}"
+    if est.ref_apart:
+        ref = f"0 ({ref} offloaded in turn)"
     found = (
         f"{shape.params / 1e9:.2f}B params on {dp} GPU(s): weights {gib(est.weights)}"
         f" + grads {gib(est.grads)} + Adam {gib(est.adam)} "
-        f"({run.config.actor.optimizer_dtype}) + ref {gib(est.ref)} = {gib(est.state)};"
+        f"({run.config.actor.optimizer_dtype}) + {ref} = {gib(est.state)};"
         f" activations ~{gib(est.activations)}; load peak {gib(est.load_peak)}"
     )
+    if run.layout.colocated:
+        found += "; SGLang offloaded while it trains (colocated)"
+    offloads = [
+        f"{role}.offload"
+        for role in ("actor", "ref")
+        if getattr(getattr(run.config, role, None), "offload", False)
+    ]
+    if offloads and not run.config.enable_offload:
+        return fail(
+            FAMILY,
+            name,
+            found,
+            f"{', '.join(offloads)}: enable_offload=true",
+            "set enable_offload=true (AReaL refuses offloading without it)",
+        )
     needed = f"<= {gib(gpu)} ({gpu_name})"
     if est.state > gpu or est.load_peak > gpu:
         what = "the sharded state" if est.state > gpu else "loading the whole model"
@@ -198,13 +266,23 @@ def check_sglang(run: Run) -> Check:
     est = sglang_memory(run, run.model[0], gpu)
     mfs = run.config.sglang.mem_fraction_static
     note = turn_budgets_of(run)[1]
+    beside = f" - colocated actor {gib(est.beside)}" if run.layout.colocated else ""
     found = (
         f"pool {gib(est.pool)} (mem_fraction_static {mfs} of {gib(gpu)}) - weights "
-        f"{gib(est.weights)} = {est.kv_tokens / 1e3:.0f}K KV tokens = "
+        f"{gib(est.weights)}{beside} = {est.kv_tokens / 1e3:.0f}K KV tokens = "
         f"{est.turns_held} turns of {est.turn_tokens} tokens"
         + (f" ({note})" if note else "")
     )
     needed = f"{est.planned_turns} concurrent turns per server (planned)"
+    if missing := colocation_gaps(run):
+        return fail(
+            FAMILY,
+            name,
+            found,
+            "colocated: " + ", ".join(COLOCATION_KEYS),
+            "set " + " ".join(missing) + " (AReaL refuses the first two at start; "
+            "without the memory saver SGLang keeps its pool while the actor trains)",
+        )
     if est.kv_tokens <= run.config.gconfig.max_tokens:
         return fail(
             FAMILY,

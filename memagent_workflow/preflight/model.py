@@ -3,7 +3,8 @@
 The file is read from a local model folder or the Hugging Face hub cache; it is
 downloaded only when the user allows it. The count covers dense decoder-only
 models (Qwen2/2.5/3, Llama-style): embeddings, attention (with Qwen2's q/k/v
-biases), a gated MLP, RMS norms and an untied LM head.
+biases, Qwen3's per-head q/k RMS norms and its explicit ``head_dim``), a gated
+MLP, RMS norms and an LM head (counted once when tied to the embeddings).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 _BIASED_QKV = {"qwen2", "qwen2_moe"}  # model types with q/k/v biases by default
+_QK_NORM = {"qwen3"}  # model types with an RMS norm on each head's q and k
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class ModelShape:
     vocab: int
     tied_embeddings: bool
     qkv_bias: bool
+    qk_norm: bool = False
     source: str = ""
 
     @classmethod
@@ -50,24 +53,43 @@ class ModelShape:
             qkv_bias=bool(
                 cfg.get("attention_bias", cfg.get("model_type") in _BIASED_QKV)
             ),
+            qk_norm=cfg.get("model_type") in _QK_NORM,
             source=source,
         )
 
     @property
+    def q_width(self) -> int:
+        """Width of the queries: heads x head_dim (Qwen3-4B: 4096, not hidden)."""
+        return self.heads * self.head_dim
+
+    def _layer_matmul(self) -> int:
+        h, q, kv = self.hidden, self.q_width, self.kv_heads * self.head_dim
+        return h * q + 2 * h * kv + q * h + 3 * h * self.intermediate
+
+    @property
     def params(self) -> int:
         """Parameters, counted layer by layer."""
-        h, q, kv = (
-            self.hidden,
-            self.heads * self.head_dim,
-            self.kv_heads * self.head_dim,
-        )
-        attention = h * q + 2 * h * kv + q * h
+        q, kv = self.q_width, self.kv_heads * self.head_dim
+        layer = self._layer_matmul() + 2 * self.hidden  # two RMS norms
         if self.qkv_bias:
-            attention += q + 2 * kv
-        mlp = 3 * h * self.intermediate
-        layer = attention + mlp + 2 * h  # two RMS norms
-        embeddings = self.vocab * h * (1 if self.tied_embeddings else 2)
-        return self.layers * layer + embeddings + h  # final norm
+            layer += q + 2 * kv
+        if self.qk_norm:
+            layer += 2 * self.head_dim
+        embeddings = self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+        return self.layers * layer + embeddings + self.hidden  # final norm
+
+    @property
+    def matmul_params(self) -> int:
+        """Weights a token multiplies through: every layer's and the LM head
+        (tied or not); the embedding lookup costs no FLOPs."""
+        return self.layers * self._layer_matmul() + self.vocab * self.hidden
+
+    def forward_flops(self, seq_tokens: int) -> float:
+        """FLOPs of one token's forward pass in a causal sequence of
+        ``seq_tokens``: 2 per weight, and the attention scores and mix over
+        half the sequence on average."""
+        attention = 2 * self.layers * seq_tokens * self.q_width
+        return 2.0 * self.matmul_params + attention
 
     def kv_bytes_per_token(self, tp: int = 1, dtype_bytes: int = 2) -> int:
         """K and V of every layer for one token on one of ``tp`` GPUs."""

@@ -4,7 +4,9 @@ estimates (command-line options) and the probes of this machine.
 A *GPU run* is one whose layout asks for GPUs (``cluster.n_gpus_per_node`` or a
 worker spec's ``gpu``); ``config_cpu.yaml`` asks for none, so its GPU items are
 not applicable. The layout is read from ``rollout.backend`` and ``actor.backend``
-(and the SPMD launcher's ``allocation_mode`` when set), as AReaL reads it.
+(and the SPMD launcher's ``allocation_mode`` when set), as AReaL reads it; the
+rollout and the actor share their GPUs when one's ``scheduling_strategy`` is a
+colocation with the other (AReaL's ``PPOTrainer._is_actor_rollout_colocated``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,10 @@ class Options:
     allow_download: bool = False
     shared_fs: bool = False
     max_rows: int | None = None
+    # Achieved training FLOP/s per GPU, in TFLOP/s, for the step estimate:
+    # MemAgent issue #31's 7B update on 32 H100s (2,100 s), counted as
+    # memagent_workflow/preflight/step.py counts FLOPs.
+    train_tflops: float = 120.0
 
 
 @dataclass
@@ -44,10 +50,21 @@ class Layout:
     rollout_tp: int
     rollout_gpus: int
     actor_gpus: int
+    colocated: bool = False  # rollout and actor take turns on the same GPUs
 
     @property
     def gpus(self) -> int:
+        if self.colocated:
+            return max(self.rollout_gpus, self.actor_gpus)
         return self.rollout_gpus + self.actor_gpus
+
+
+def _colocated_with(strategy: Any, target: str) -> bool:
+    return (
+        strategy is not None
+        and str(getattr(strategy, "type", "")).endswith("colocation")
+        and getattr(strategy, "target", None) == target
+    )
 
 
 @dataclass
@@ -112,10 +129,26 @@ class Run:
         servers, tp = rollout.parallel.dp_size, rollout.parallel.tp_size
         rollout_gpus = 0 if self.servers_running else rollout.parallel.world_size
         actor_gpus = 0
+        colocated = False
         if not self.is_eval:
             actor = ModelAllocation.from_str(self.config.actor.backend, name="actor")
             actor_gpus = actor.parallel.world_size
-        return Layout(servers, tp, rollout_gpus, actor_gpus)
+            colocated = _colocated_with(
+                getattr(self.config.rollout, "scheduling_strategy", None), "actor"
+            ) or _colocated_with(
+                getattr(self.config.actor, "scheduling_strategy", None), "rollout"
+            )
+        return Layout(
+            servers, tp, rollout_gpus, actor_gpus, colocated and rollout_gpus > 0
+        )
+
+    @property
+    def actor_offloads(self) -> bool:
+        """Whether the actor leaves its GPU between its passes (colocated with
+        the rollout, or ``actor.offload``), as AReaL's trainer decides."""
+        return self.layout.colocated or bool(
+            getattr(self.config.actor, "offload", False)
+        )
 
     @cached_property
     def model(self) -> tuple[ModelShape | None, str]:

@@ -1,5 +1,6 @@
-"""Faked machines for the preflight tests: GPUs, host, packages, Ray, and a
-Qwen2.5-7B ``config.json`` written from its published numbers."""
+"""Faked machines for the preflight tests: GPUs, host, packages, Ray, and the
+``config.json`` of Qwen2.5-7B, Qwen3-4B and Qwen2.5-1.5B written from their
+published numbers (no download)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,40 @@ QWEN25_7B = {
     "torch_dtype": "bfloat16",
 }
 QWEN25_7B_PARAMS = 7_615_616_512  # the published parameter count
+
+# Qwen/Qwen3-4B's config.json (model card): head_dim 128 is not hidden / heads
+# (2560 / 32 = 80), tied embeddings, a per-head RMS norm on q and k, no biases.
+QWEN3_4B = {
+    "architectures": ["Qwen3ForCausalLM"],
+    "model_type": "qwen3",
+    "hidden_size": 2560,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 9728,
+    "vocab_size": 151936,
+    "max_position_embeddings": 40960,
+    "attention_bias": False,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+QWEN3_4B_PARAMS = 4_022_468_096  # safetensors total on the hub
+
+# Qwen/Qwen2.5-1.5B-Instruct's config.json: q/k/v biases, tied embeddings.
+QWEN25_1B5 = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 1536,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 12,
+    "num_key_value_heads": 2,
+    "intermediate_size": 8960,
+    "vocab_size": 151936,
+    "tie_word_embeddings": True,
+    "torch_dtype": "bfloat16",
+}
+QWEN25_1B5_PARAMS = 1_543_714_304  # safetensors total on the hub
 
 
 def write_model(folder: Path, cfg: dict = QWEN25_7B) -> Path:

@@ -1,0 +1,267 @@
+"""The recipes for smaller budgets (docs/gpu.md, "Recipes for smaller budgets"):
+each loads with the product's classes as config.yaml plus its own keys, and the
+preflight, given the docs' command with the model's published config.json,
+finds every memory and time row ok on the GPU size the recipe claims and fails
+on a card too small for it. The docs' numbers are the preflight's."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+
+import pytest
+import torch
+
+from examples import preflight
+from memagent_workflow.preflight import Run, Verdict, run_checks
+from memagent_workflow.preflight.hardware import check_gpu_count
+from memagent_workflow.preflight.memory import (
+    actor_memory,
+    check_actor,
+    check_sglang,
+    sglang_memory,
+)
+from memagent_workflow.preflight.model import ModelShape
+from memagent_workflow.preflight.step import step_estimate
+from tests.unit.preflight_fakes import (
+    GIB,
+    QWEN3_4B,
+    QWEN3_4B_PARAMS,
+    QWEN25_1B5,
+    QWEN25_1B5_PARAMS,
+    ROOT,
+    FakeHardware,
+    FakePackages,
+    FakeRay,
+    changed,
+    gpus,
+    load,
+    run_of,
+    write_model,
+)
+
+SECTION = "## Recipes for smaller budgets"
+# recipe file: (model config.json, GPU GiB it claims, a card too small for it)
+RECIPES = {
+    "config_qwen3_4b_8gpu.yaml": (QWEN3_4B, 80, 16),
+    "config_qwen3_4b_8gpu.yaml rollout.max_concurrent_rollouts=6": (QWEN3_4B, 40, 16),
+    "config_qwen3_4b_2gpu.yaml": (QWEN3_4B, 80, 48),
+    "config_qwen25_1b5_1gpu.yaml": (QWEN25_1B5, 40, 16),
+}
+
+
+def section() -> str:
+    text = (ROOT / "docs" / "gpu.md").read_text()
+    return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
+
+
+def preflight_commands() -> dict[str, tuple[list[str], float]]:
+    """The section's preflight commands by recipe (config and overrides), minus
+    ``--gpu-memory-gib``, which the tests vary."""
+    found = {}
+    for line in re.findall(
+        r"^uv run python examples/preflight\.py .*$", section(), re.M
+    ):
+        argv = shlex.split(line.split("#", 1)[0])[4:]
+        at = argv.index("--gpu-memory-gib")
+        gib = argv[at + 1]
+        del argv[at : at + 2]
+        name = argv[argv.index("--config") + 1]
+        overrides = [a for a in argv if "=" in a and not a.startswith("-")]
+        found[" ".join([name, *overrides])] = (argv, float(gib))
+    return found
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, str]:
+    return {
+        "qwen3": str(write_model(tmp_path_factory.mktemp("qwen3_4b"), QWEN3_4B)),
+        "qwen2": str(write_model(tmp_path_factory.mktemp("qwen25_1b5"), QWEN25_1B5)),
+    }
+
+
+def model_of(cfg: dict, models: dict[str, str]) -> str:
+    return models[cfg["model_type"]]
+
+
+def preflight_run(argv: list[str], gib: float, model: str) -> Run:
+    """The run examples/preflight.py builds from ``argv`` (its own flags and the
+    config's), with ``actor.path`` at the fixture model and no GPU visible."""
+    argv = [str(ROOT / a) if a.endswith(".yaml") else a for a in argv]
+    argv = [*argv, "--gpu-memory-gib", str(gib), f"actor.path={model}"]
+    options, rest = preflight.parse(argv)
+    config, kind = preflight.load(rest, preflight.product_loaders())
+    return Run(
+        config,
+        kind,
+        options,
+        hardware=FakeHardware(),
+        packages=FakePackages({"sglang": "0.5.10.post1"}),
+        ray=FakeRay(error="no cluster"),
+    )
+
+
+def rows(run: Run) -> dict[str, Verdict]:
+    return {
+        c.label: c.verdict for c in run_checks(run) if c.family in ("memory", "time")
+    }
+
+
+def test_published_shapes_are_counted_exactly():
+    qwen3 = ModelShape.from_config(QWEN3_4B)
+    assert qwen3.params == QWEN3_4B_PARAMS  # tied: the embeddings once
+    assert qwen3.q_width == 4096 != qwen3.hidden  # head_dim, not hidden / heads
+    assert qwen3.kv_bytes_per_token() == 2 * 36 * 8 * 128 * 2  # 144 KiB
+    assert ModelShape.from_config(QWEN25_1B5).params == QWEN25_1B5_PARAMS
+    untied = ModelShape.from_config({**QWEN3_4B, "tie_word_embeddings": False})
+    assert untied.params - qwen3.params == 151936 * 2560
+
+
+def test_the_docs_give_one_preflight_command_per_recipe():
+    assert set(preflight_commands()) == set(RECIPES)
+    files = {p.name for p in ROOT.glob("config_qwen*.yaml")}
+    assert files == {key.split()[0] for key in RECIPES}
+    for name in files:
+        assert f"python3 examples/train.py --config {name}" in section()
+
+
+@pytest.mark.parametrize("name", sorted({k.split()[0] for k in RECIPES}))
+def test_a_recipe_is_config_yaml_with_the_papers_objective(name):
+    base, cfg = load("config.yaml"), load(name)
+    assert cfg.scheduler.type == "local"
+    for key in ("kl_loss_coef", "kl_ctl", "eps_clip", "c_clip", "prox_logp_method"):
+        assert getattr(cfg.actor, key) == getattr(base.actor, key), key
+    assert cfg.actor.optimizer.lr == base.actor.optimizer.lr
+    assert cfg.memagent == base.memagent  # chunks, budgets, group 16, reward
+    assert cfg.gconfig.max_tokens == base.gconfig.max_tokens
+    # a mini-batch of 8 questions x 16 episodes, as the paper's 128 / 16
+    per_minibatch = cfg.train_dataset.batch_size // cfg.actor.ppo_n_minibatches
+    assert per_minibatch == 128 // 16
+
+
+@pytest.mark.parametrize("key", sorted(RECIPES))
+def test_every_memory_and_time_row_is_ok_on_the_claimed_gpu(key, models):
+    argv, gib = preflight_commands()[key]
+    shape, claimed, _ = RECIPES[key]
+    assert gib == claimed
+    found = rows(preflight_run(argv, gib, model_of(shape, models)))
+    assert len(found) == 4 and set(found.values()) == {Verdict.OK}, found
+
+
+@pytest.mark.parametrize("key", sorted(RECIPES))
+def test_a_card_too_small_fails(key, models):
+    argv, _ = preflight_commands()[key]
+    shape, _, small = RECIPES[key]
+    found = rows(preflight_run(argv, small, model_of(shape, models)))
+    assert Verdict.FAIL in found.values(), found
+
+
+@pytest.mark.parametrize(
+    "key", ["config_qwen3_4b_8gpu.yaml", "config_qwen25_1b5_1gpu.yaml"]
+)
+def test_on_24_gb_both_sides_warn(key, models):
+    """The fp32 state fits, its activations and the planned turns do not."""
+    argv, _ = preflight_commands()[key]
+    found = rows(preflight_run(argv, 24, model_of(RECIPES[key][0], models)))
+    assert found["memory: FSDP actor per GPU"] is Verdict.WARN
+    assert found["memory: SGLang KV cache per server"] is Verdict.WARN
+
+
+def test_the_one_gpu_recipe_is_colocated(models):
+    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen2']}")
+    run = run_of(cfg, hardware=FakeHardware(gpus(1, total=40 * GIB, free_gib=40)))
+    assert run.layout.colocated and run.layout.gpus == 1 and run.actor_offloads
+    check = check_gpu_count(run)
+    assert check.verdict is Verdict.OK and "colocated" in check.needed
+    shape = ModelShape.from_config(QWEN25_1B5)
+    est = sglang_memory(run, shape, 40 * GIB)
+    assert est.beside == 4 * QWEN25_1B5_PARAMS  # the actor's fp32 weights
+    alone = sglang_memory(
+        run_of(changed(cfg, rollout__scheduling_strategy=None)), shape, 40 * GIB
+    )
+    assert alone.kv_tokens > est.kv_tokens
+    actor = actor_memory(shape, cfg, 1, actor_offloads=True)
+    assert actor.ref_apart and actor.state == 16 * QWEN25_1B5_PARAMS
+    assert actor.load_peak == 4 * QWEN25_1B5_PARAMS  # the ref loads alone
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["enable_offload", "actor__weight_update_mode", "sglang__enable_memory_saver"],
+)
+def test_colocation_without_its_settings_fails(key, models):
+    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen2']}")
+    value = "xccl" if key == "actor__weight_update_mode" else False
+    check = check_sglang(run_of(changed(cfg, **{key: value}), gpu_memory_gib=40))
+    assert check.verdict is Verdict.FAIL
+    assert key.replace("__", ".").split("=")[0] in check.fix
+
+
+def test_the_two_gpu_recipe_takes_turns_and_needs_enable_offload(models):
+    cfg = load("config_qwen3_4b_2gpu.yaml", f"actor.path={models['qwen3']}")
+    hw = FakeHardware(gpus(2))
+    assert check_actor(run_of(cfg, hardware=hw)).verdict is Verdict.OK
+    both = changed(cfg, actor__offload=False, ref__offload=False)
+    assert check_actor(run_of(both, hardware=hw)).verdict is Verdict.WARN
+    off = check_actor(run_of(changed(cfg, enable_offload=False), hardware=hw))
+    assert off.verdict is Verdict.FAIL and "enable_offload=true" in off.fix
+
+
+def test_the_step_estimate_reproduces_the_original_update(tmp_path):
+    """config.yaml's 7B on 32 H100s, as verl updates (4 forwards' worth, no
+    reference or recompute pass): the default rate gives issue #31's 2,100 s."""
+    from tests.unit.preflight_fakes import QWEN25_7B
+
+    model = write_model(tmp_path / "qwen25_7b", QWEN25_7B)
+    cfg = load("config.yaml", "scheduler.type=local", f"actor.path={model}")
+    cfg = changed(cfg, actor__backend="fsdp:d32p1t1", actor__kl_loss_coef=0.0)
+    cfg = changed(cfg, actor__prox_logp_method="loglinear")
+    est = step_estimate(run_of(cfg, hardware=FakeHardware()))
+    assert "x 4 passes" in est.actor_how
+    assert 2000 < est.actor_s < 2200
+
+
+@pytest.mark.parametrize("key", sorted(RECIPES))
+def test_the_docs_table_gives_the_preflights_numbers(key, models):
+    argv, gib = preflight_commands()[key]
+    shape = RECIPES[key][0]
+    run = preflight_run(argv, gib, model_of(shape, models))
+    shape_ = run.model[0]
+    dp = max(1, run.layout.actor_gpus)
+    actor = actor_memory(shape_, run.config, dp, run.actor_offloads)
+    sglang = sglang_memory(run, shape_, run.gpu_memory_bytes[0])
+    step = step_estimate(run)
+    lines = section().splitlines()
+    row = next(r for r in lines if r.startswith("|") and f"`{key}`" in r)
+    cells = [c.strip() for c in row.split("|")]
+    assert f"{(actor.state + actor.activations) / GIB:.0f} GiB" in cells[3], cells
+    assert f"{sglang.kv_tokens / 1e3:.0f}K" in cells[4], cells
+    assert f"{sglang.planned_turns}/{sglang.turns_held}" in cells[5], cells
+    assert f"~{round(step.seconds, -2):,.0f}" in cells[6], cells
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a visible GPU sets the size")
+def test_the_docs_command_prints_the_estimate_and_ok_rows(models):
+    """The 8-GPU recipe's command verbatim (with the fixture model's folder)."""
+    argv, gib = preflight_commands()["config_qwen3_4b_8gpu.yaml"]
+    cmd = ["uv", "run", "python", "examples/preflight.py", *argv]
+    cmd += ["--gpu-memory-gib", f"{gib:g}", f"actor.path={models['qwen3']}"]
+    env = {**os.environ, "COLUMNS": "100"}
+    res = subprocess.run(
+        cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert "\nstep estimate: ~4," in "\n" + res.stdout, res.stdout + res.stderr
+    verdicts = {}
+    for line in res.stdout.split("-+-", 1)[1].split("\n\n", 1)[0].splitlines()[1:]:
+        cells = [c.strip() for c in line.split(" | ")]
+        if cells[0]:
+            verdicts[cells[0]] = cells[-1]
+    for label in (
+        "memory: FSDP actor per GPU",
+        "memory: SGLang KV cache per server",
+        "time: rollout.request_timeout",
+        "time: rollout.setup_timeout",
+    ):
+        assert verdicts[label] == "ok", res.stdout
