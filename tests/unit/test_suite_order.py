@@ -12,4 +12,3 @@ def test_every_file_started_first_exists():
     found = {p.name for p in TESTS.rglob("test_*.py")}
     assert set(LONGEST_FIRST) <= found, set(LONGEST_FIRST) - found
     assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
-
