@@ -123,3 +123,13 @@ def test_original_box_brace_matching_and_normalisation():
 def test_unknown_reward_name_is_refused():
     with pytest.raises(ValueError, match="memagent.reward='exact'.*original"):
         reward_function("exact")
+
+
+def test_the_original_window_counts_trailing_whitespace_as_generated():
+    # the original verifier reads the last 300 characters of the reply as it is:
+    # a box followed by 300 spaces is outside that window
+    from memagent_workflow.reward import original_reward
+
+    box = "\\boxed{Paris}"
+    assert original_reward(box + " " * (300 - len(box)), ["Paris"]) == 1.0
+    assert original_reward(box + " " * 300, ["Paris"]) == 0.0
