@@ -201,12 +201,8 @@ def load_prompts(
         spec = parse_spec(path)
         if spec is not None:
             memory_update, final_answer, source = original_templates(spec, protocol)
-            for name, text in (
-                ("memory_update", memory_update),
-                ("final_answer", final_answer),
-            ):
-                check_slots(name, text, source)
-            return PromptTexts(memory_update, final_answer, source)
+            texts = {"memory_update": memory_update, "final_answer": final_answer}
+            return checked_texts(texts, source, source)
     except OriginalPromptsError as exc:
         raise PromptFileError(str(exc)) from None
     path = Path(path)
@@ -233,9 +229,15 @@ def load_prompts(
             + (f"; missing {missing}" if missing else "")
             + (f"; unknown {unknown}" if unknown else "")
         )
+    return checked_texts(data, where, str(path))
+
+
+def checked_texts(data: dict[str, str], where: str, source: str) -> PromptTexts:
+    """Both templates of ``data``, each checked for its slots (``where`` names
+    them in an error)."""
     for name in SLOTS:
         check_slots(name, data[name], where)
-    return PromptTexts(data["memory_update"], data["final_answer"], str(path))
+    return PromptTexts(data["memory_update"], data["final_answer"], source)
 
 
 def as_prompt_texts(
