@@ -10,6 +10,7 @@ The algorithm, at the top, read in this order:
     prompt_tokens   a turn's prompt as token ids
     episode, rows, advantage    one episode's turns, their training rows, GRPO
     reward          the training rewards (a built-in name or an import string)
+    squad_metrics   the SQuAD answer metrics (training stats, the eval's scores)
     engine_calls, metrics   a model call that survives a server restart; turn stats
 
 Around it, each a folder:

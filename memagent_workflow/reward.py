@@ -29,25 +29,21 @@ import string (``package.module.function``) of a function
 ``(response, golds) -> float``, given the final response as generated,
 whatever the protocol.
 
-``sub_em``, ``exact_match`` and ``f1`` are SQuAD-normalised metrics, max over
-the gold answers, logged during training.
+The SQuAD-normalised metrics (``sub_em``, ``exact_match``, ``f1``) logged
+during training and scored by the eval: ``squad_metrics.py``.
 """
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from collections.abc import Callable, Iterable
 
 from areal.utils.dynamic_import import import_from_string
 
+from memagent_workflow.squad_metrics import exact_match, gold_list
+
 RewardFn = Callable[[str, list[str]], float]
 
 _BOX = "\\boxed{"
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCT = set(string.punctuation)
-_SPECIAL_ANSWERS = ("yes", "no", "noanswer")
 
 # ------------------------------------------------------------------ the box
 
@@ -83,61 +79,6 @@ def last_box(text: str, *, original: bool = False) -> str | None:
             return None
         start = text.rfind(_BOX, 0, start)
     return None
-
-
-# ------------------------------------------------------ the SQuAD metrics
-
-
-def normalize_answer(s: str) -> str:
-    """Lower-case, drop punctuation and articles, collapse white space."""
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
-
-
-def _golds(golds: str | Iterable[str]) -> list[str]:
-    return [golds] if isinstance(golds, str) else list(golds)
-
-
-def exact_match(pred: str, golds: str | Iterable[str]) -> float:
-    """1.0 if the normalised prediction equals any normalised gold answer."""
-    p = normalize_answer(pred)
-    return float(any(p == normalize_answer(g) for g in _golds(golds)))
-
-
-def sub_em(pred: str, golds: str | Iterable[str]) -> float:
-    """1.0 if, for any gold, one normalised string contains the other.
-
-    An empty normalised prediction scores 0.0 (it would be inside every gold).
-    """
-    p = normalize_answer(pred)
-    if not p:
-        return 0.0
-    for g in _golds(golds):
-        n = normalize_answer(g)
-        if n and (n in p or p in n):
-            return 1.0
-    return 0.0
-
-
-def _f1_one(pred: str, gold: str) -> float:
-    p, g = normalize_answer(pred), normalize_answer(gold)
-    if (p in _SPECIAL_ANSWERS or g in _SPECIAL_ANSWERS) and p != g:
-        return 0.0
-    p_tokens, g_tokens = p.split(), g.split()
-    common = Counter(p_tokens) & Counter(g_tokens)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision = same / len(p_tokens)
-    recall = same / len(g_tokens)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1(pred: str, golds: str | Iterable[str]) -> float:
-    """SQuAD token F1, max over the gold answers."""
-    return max((_f1_one(pred, g) for g in _golds(golds)), default=0.0)
 
 
 # ------------------------------------------------------------ the protocols
@@ -248,7 +189,7 @@ def original_normalize(s: str) -> str:
 def _original_equal(answer: str, golds: str | list[str]) -> float:
     """The original verifier's comparison: case folded, ``original_normalize``d."""
     answer = original_normalize(answer.lower())
-    return float(any(answer == original_normalize(g.lower()) for g in _golds(golds)))
+    return float(any(answer == original_normalize(g.lower()) for g in gold_list(golds)))
 
 
 # ------------------------------------------------------- training rewards

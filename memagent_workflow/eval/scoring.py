@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 
-from memagent_workflow.reward import extract_answer, f1, normalize_answer
+from memagent_workflow.reward import extract_answer
+from memagent_workflow.squad_metrics import f1, normalize_answer
 
 
 def _original_sub_em(pred: str, gold: str) -> bool:

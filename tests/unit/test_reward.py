@@ -3,16 +3,13 @@
 import pytest
 
 from memagent_workflow.reward import (
-    exact_match,
-    f1,
     last_box,
-    normalize_answer,
     original_normalize,
     original_reward,
     reward_function,
     squad_reward,
-    sub_em,
 )
+from memagent_workflow.squad_metrics import exact_match, f1, normalize_answer, sub_em
 
 
 @pytest.mark.parametrize(
