@@ -5,7 +5,8 @@ is its command line; docs/gpu.md, "Before the first GPU hour", its manual.
 One module per family of checks: ``packages``, ``hardware``, ``memory``,
 ``budgets`` (time), ``filesystems``, ``cluster`` (Ray), ``data`` (and prompts);
 ``run`` holds the planned run, ``probes`` what it asks this machine (fakeable),
-``model`` the model's shape, ``verdict`` the table.
+``model`` the model's shape, ``lora`` what an adapter adds and needs,
+``verdict`` the table.
 """
 
 from __future__ import annotations

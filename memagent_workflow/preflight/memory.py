@@ -8,7 +8,7 @@ sharded over the actor's data-parallel ranks. The reference model is an FSDP
 engine of its own, stored the same way, without gradients or optimizer. Before
 sharding, every rank loads the *whole* model in the storage dtype onto its GPU
 (unless ``actor.fsdp.memory_efficient_load``), while the actor's shards of the
-earlier engine are already resident: that is the load peak.
+earlier engine are already resident: that is the load peak. LoRA: ``lora``.
 
 SGLang: the weights in ``sglang.dtype`` split over TP, and a static pool of
 ``mem_fraction_static`` of the GPU for weights plus KV cache; the KV tokens left
@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight import lora
 from memagent_workflow.preflight.data import turn_budgets_of
 from memagent_workflow.preflight.hardware import gib
 from memagent_workflow.preflight.model import ModelShape
@@ -76,15 +77,16 @@ def actor_memory(
     """What one of ``dp`` FSDP ranks (the actor's GPUs) holds, and its load peak
     (``actor_offloads``: the actor leaves the GPU between its passes)."""
     actor = config.actor
-    n = shape.params
+    n, trained = lora.stored_and_trained(shape, config)  # n = trained without LoRA
     store = DTYPE_BYTES[actor.optimizer_dtype]
     moments = 0
     if actor.optimizer is not None and actor.optimizer.type != "sgd":
-        moments = 2 * (2 if actor.optimizer.type == "adam_bf16" else store)
+        # adam_bf16 (AnyPrecisionAdamW): bf16 moments and a Kahan buffer
+        moments = 3 * 2 if actor.optimizer.type == "adam_bf16" else 2 * store
     ref = 0
     ref_whole = 0
     if config.ref is not None and (actor.kl_ctl > 0 or kl_loss_coef(actor) > 0):
-        ref_whole = n * DTYPE_BYTES[config.ref.optimizer_dtype]
+        ref_whole = shape.params * DTYPE_BYTES[config.ref.optimizer_dtype]
         ref = ref_whole // dp
     tokens = actor.mb_spec.max_tokens_per_mb or 16384
     compute = DTYPE_BYTES[actor.dtype]
@@ -99,8 +101,8 @@ def actor_memory(
     peak = 0 if actor.fsdp.memory_efficient_load else max(whole, beside + ref_whole)
     return ActorMemory(
         weights=whole // dp,
-        grads=whole // dp,
-        adam=n * moments // dp,
+        grads=trained * store // dp,
+        adam=trained * moments // dp,
         ref=ref,
         activations=(layer_in if actor.gradient_checkpointing else layer_in * 8)
         + recompute
@@ -120,6 +122,7 @@ class SGLangMemory:
     turn_tokens: int
     planned_turns: int  # concurrent turns per server the config plans
     beside: int = 0  # a colocated actor's weights, resident when SGLang starts
+    adapters: int = 0  # LoRA buffers, allocated before the KV pool
 
     @property
     def turns_held(self) -> int:
@@ -161,8 +164,11 @@ def sglang_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> SGLangMemory:
         # before it, already holds its master weights there.
         dp = max(1, run.layout.actor_gpus)
         beside = actor_memory(shape, run.config, dp, run.actor_offloads).weights
-    kv = max(0, pool - weights - beside) // shape.kv_bytes_per_token(tp, kv_dtype)
-    return SGLangMemory(weights, pool, kv, turn_tokens(run), planned_turns(run), beside)
+    adapters = lora.sglang_adapter_bytes(shape, run.config, tp)
+    kv = max(0, pool - weights - beside - adapters)
+    kv //= shape.kv_bytes_per_token(tp, kv_dtype)
+    turns, planned = turn_tokens(run), planned_turns(run)
+    return SGLangMemory(weights, pool, kv, turns, planned, beside, adapters)
 
 
 # A colocated rollout's needs: AReaL's PPOTrainer._validate_cfg asks the first
@@ -206,6 +212,8 @@ def check_actor(run: Run) -> Check:
         return not_applicable(FAMILY, name, "CPU run")
     if (missing := _no_model(run, name)) is not None:
         return missing
+    if (bad := lora.check_keys(run, FAMILY, name)) is not None:
+        return bad
     shape = run.model[0]
     dp = max(1, run.layout.actor_gpus)  # FSDP shards over every actor GPU
     est = actor_memory(shape, run.config, dp, run.actor_offloads)
@@ -214,7 +222,7 @@ def check_actor(run: Run) -> Check:
     if est.ref_apart:
         ref = f"0 ({ref} offloaded in turn)"
     found = (
-        f"{shape.params / 1e9:.2f}B params on {dp} GPU(s): weights {gib(est.weights)}"
+        f"{lora.describe(shape, run.config)} on {dp} GPU(s): weights {gib(est.weights)}"
         f" + grads {gib(est.grads)} + Adam {gib(est.adam)} "
         f"({run.config.actor.optimizer_dtype}) + {ref} = {gib(est.state)};"
         f" activations ~{gib(est.activations)}; load peak {gib(est.load_peak)}"
@@ -267,6 +275,8 @@ def check_sglang(run: Run) -> Check:
     mfs = run.config.sglang.mem_fraction_static
     note = turn_budgets_of(run)[1]
     beside = f" - colocated actor {gib(est.beside)}" if run.layout.colocated else ""
+    if est.adapters:
+        beside += f" - LoRA buffers {gib(est.adapters)}"
     found = (
         f"pool {gib(est.pool)} (mem_fraction_static {mfs} of {gib(gpu)}) - weights "
         f"{gib(est.weights)}{beside} = {est.kv_tokens / 1e3:.0f}K KV tokens = "

@@ -11,10 +11,12 @@ Actor: every turn of every episode is a row of at most the fullest turn's tokens
 each token goes through forward passes (``ModelShape.forward_flops``): the
 reference model's (KL), the proximal recompute (``prox_logp_method: recompute``),
 and the update's forward, backward (two forwards' worth) and, with gradient
-checkpointing, its recomputed forward. They run on the actor's GPUs at
-``--train-tflops`` each, by default the rate that reproduces the original's
-measured update (MemAgent issue #31: 7B, 128 x 16 episodes, 2,100 s on 32 H100s,
-its update being 4 forwards' worth).
+checkpointing, its recomputed forward. With LoRA the backward is one forward's
+worth: the frozen base needs the input gradients only (the adapters' own FLOPs,
+~1%, are not counted, nor SGLang's slower LoRA decode). They run on the actor's
+GPUs at ``--train-tflops`` each, by default the rate that reproduces the
+original's measured update (MemAgent issue #31: 7B, 128 x 16 episodes, 2,100 s
+on 32 H100s, its update being 4 forwards' worth).
 
 Rollout and training overlap on separate GPUs when rollouts may run ahead
 (``rollout.max_head_offpolicyness`` > 0): the step is the longer of the two;
@@ -63,6 +65,8 @@ def forward_passes(config) -> int:
     """Forward passes' worth of FLOPs per trained token in one step."""
     actor = config.actor
     passes = 3  # the update: forward and backward
+    if getattr(actor, "use_lora", False):
+        passes = 2  # a frozen base: the backward computes no weight gradients
     if actor.gradient_checkpointing:
         passes += 1
     if config.ref is not None and (actor.kl_ctl > 0 or kl_loss_coef(actor) > 0):

@@ -31,6 +31,7 @@ from tests.unit.preflight_fakes import (
     QWEN3_4B_PARAMS,
     QWEN25_1B5,
     QWEN25_1B5_PARAMS,
+    QWEN25_7B,
     ROOT,
     FakeHardware,
     FakePackages,
@@ -43,13 +44,18 @@ from tests.unit.preflight_fakes import (
 )
 
 SECTION = "## Recipes for smaller budgets"
-# recipe file: (model config.json, GPU GiB it claims, a card too small for it)
+MODELS = {"qwen3_4b": QWEN3_4B, "qwen25_1b5": QWEN25_1B5, "qwen25_7b": QWEN25_7B}
+# recipe file: (model, GPU GiB it claims, a card too small for it)
 RECIPES = {
-    "config_qwen3_4b_8gpu.yaml": (QWEN3_4B, 80, 16),
-    "config_qwen3_4b_8gpu.yaml rollout.max_concurrent_rollouts=6": (QWEN3_4B, 40, 16),
-    "config_qwen3_4b_2gpu.yaml": (QWEN3_4B, 80, 48),
-    "config_qwen25_1b5_1gpu.yaml": (QWEN25_1B5, 40, 16),
+    "config_qwen3_4b_8gpu.yaml": ("qwen3_4b", 80, 16),
+    "config_qwen3_4b_8gpu.yaml rollout.max_concurrent_rollouts=6": ("qwen3_4b", 40, 16),
+    "config_qwen3_4b_2gpu.yaml": ("qwen3_4b", 80, 48),
+    "config_qwen25_1b5_1gpu.yaml": ("qwen25_1b5", 40, 16),
+    "config_qwen25_7b_lora_2gpu.yaml": ("qwen25_7b", 40, 16),
+    "config_qwen25_7b_lora_8gpu.yaml": ("qwen25_7b", 24, 12),
+    "config_qwen3_4b_lora_2gpu.yaml": ("qwen3_4b", 40, 16),
 }
+LORA = sorted(k for k in RECIPES if "_lora_" in k)
 
 
 def section() -> str:
@@ -76,14 +82,15 @@ def preflight_commands() -> dict[str, tuple[list[str], float]]:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory) -> dict[str, str]:
+    """Each model's folder with its published config.json, by name."""
     return {
-        "qwen3": str(write_model(tmp_path_factory.mktemp("qwen3_4b"), QWEN3_4B)),
-        "qwen2": str(write_model(tmp_path_factory.mktemp("qwen25_1b5"), QWEN25_1B5)),
+        name: str(write_model(tmp_path_factory.mktemp(name), cfg))
+        for name, cfg in MODELS.items()
     }
 
 
-def model_of(cfg: dict, models: dict[str, str]) -> str:
-    return models[cfg["model_type"]]
+def model_of(name: str, models: dict[str, str]) -> str:
+    return models[name]
 
 
 def preflight_run(argv: list[str], gib: float, model: str) -> Run:
@@ -133,7 +140,9 @@ def test_a_recipe_is_config_yaml_with_the_papers_objective(name):
     assert cfg.scheduler.type == "local"
     for key in ("kl_loss_coef", "kl_ctl", "eps_clip", "c_clip", "prox_logp_method"):
         assert getattr(cfg.actor, key) == getattr(base.actor, key), key
-    assert cfg.actor.optimizer.lr == base.actor.optimizer.lr
+    # LoRA's best rate is ~10x full fine-tuning's (docs/gpu.md, the recipes)
+    lr = base.actor.optimizer.lr * (10 if cfg.actor.use_lora else 1)
+    assert cfg.actor.optimizer.lr == pytest.approx(lr)
     assert cfg.memagent == base.memagent  # chunks, budgets, group 16, reward
     assert cfg.gconfig.max_tokens == base.gconfig.max_tokens
     # a mini-batch of 8 questions x 16 episodes, as the paper's 128 / 16
@@ -159,10 +168,17 @@ def test_a_card_too_small_fails(key, models):
 
 
 @pytest.mark.parametrize(
-    "key", ["config_qwen3_4b_8gpu.yaml", "config_qwen25_1b5_1gpu.yaml"]
+    "key",
+    [
+        "config_qwen3_4b_8gpu.yaml",
+        "config_qwen25_1b5_1gpu.yaml",
+        "config_qwen25_7b_lora_2gpu.yaml",
+        "config_qwen3_4b_lora_2gpu.yaml",
+    ],
 )
 def test_on_24_gb_both_sides_warn(key, models):
-    """The fp32 state fits, its activations and the planned turns do not."""
+    """The actor's state fits, its activations and the planned turns do not (a
+    24 GB pair is too small for the LoRA pairs too, docs/gpu.md)."""
     argv, _ = preflight_commands()[key]
     found = rows(preflight_run(argv, 24, model_of(RECIPES[key][0], models)))
     assert found["memory: FSDP actor per GPU"] is Verdict.WARN
@@ -170,7 +186,7 @@ def test_on_24_gb_both_sides_warn(key, models):
 
 
 def test_the_one_gpu_recipe_is_colocated(models):
-    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen2']}")
+    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen25_1b5']}")
     run = run_of(cfg, hardware=FakeHardware(gpus(1, total=40 * GIB, free_gib=40)))
     assert run.layout.colocated and run.layout.gpus == 1 and run.actor_offloads
     check = check_gpu_count(run)
@@ -192,7 +208,7 @@ def test_the_one_gpu_recipe_is_colocated(models):
     ["enable_offload", "actor__weight_update_mode", "sglang__enable_memory_saver"],
 )
 def test_colocation_without_its_settings_fails(key, models):
-    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen2']}")
+    cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen25_1b5']}")
     value = "xccl" if key == "actor__weight_update_mode" else False
     check = check_sglang(run_of(changed(cfg, **{key: value}), gpu_memory_gib=40))
     assert check.verdict is Verdict.FAIL
@@ -200,7 +216,7 @@ def test_colocation_without_its_settings_fails(key, models):
 
 
 def test_the_two_gpu_recipe_takes_turns_and_needs_enable_offload(models):
-    cfg = load("config_qwen3_4b_2gpu.yaml", f"actor.path={models['qwen3']}")
+    cfg = load("config_qwen3_4b_2gpu.yaml", f"actor.path={models['qwen3_4b']}")
     hw = FakeHardware(gpus(2))
     assert check_actor(run_of(cfg, hardware=hw)).verdict is Verdict.OK
     both = changed(cfg, actor__offload=False, ref__offload=False)
@@ -247,7 +263,7 @@ def test_the_docs_command_prints_the_estimate_and_ok_rows(models):
     """The 8-GPU recipe's command verbatim (with the fixture model's folder)."""
     argv, gib = preflight_commands()["config_qwen3_4b_8gpu.yaml"]
     cmd = ["uv", "run", "python", "examples/preflight.py", *argv]
-    cmd += ["--gpu-memory-gib", f"{gib:g}", f"actor.path={models['qwen3']}"]
+    cmd += ["--gpu-memory-gib", f"{gib:g}", f"actor.path={models['qwen3_4b']}"]
     env = {**os.environ, "COLUMNS": "100"}
     res = subprocess.run(
         cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900
@@ -265,3 +281,29 @@ def test_the_docs_command_prints_the_estimate_and_ok_rows(models):
         "time: rollout.setup_timeout",
     ):
         assert verdicts[label] == "ok", res.stdout
+
+
+@pytest.mark.parametrize("name", LORA)
+def test_a_lora_recipe_serves_its_adapter_and_fits_every_row(name, models):
+    """The adapter reaches SGLang through the disk and is asked for by name; a
+    micro-batch holds the longest row (AReaL refuses a longer row)."""
+    cfg = load(name, f"actor.path={models[RECIPES[name][0]]}")
+    assert cfg.actor.use_lora and cfg.rollout.use_lora and cfg.sglang.enable_lora
+    assert cfg.actor.weight_update_mode == "disk"
+    assert cfg.sglang.max_lora_rank == cfg.actor.lora_rank == 32
+    assert cfg.eval_gconfig.lora_name == cfg.gconfig.lora_name
+    for role in (cfg.actor, cfg.ref):
+        assert role.mb_spec.max_tokens_per_mb >= cfg.gconfig.max_tokens
+    assert cfg.ref.optimizer_dtype == "bfloat16"  # the frozen base, as published
+
+
+@pytest.mark.parametrize(
+    "name", ["config.yaml", *sorted({k.split()[0] for k in RECIPES})]
+)
+def test_every_micro_batch_holds_the_longest_row(name, models):
+    """AReaL's packing raises on a row longer than ``max_tokens_per_mb``, and a
+    row (a turn's prompt and reply) may reach ``gconfig.max_tokens``."""
+    model = models[RECIPES[name][0]] if name in RECIPES else models["qwen25_7b"]
+    cfg = load(name, f"actor.path={model}")
+    for role in (cfg.actor, cfg.ref):
+        assert role.mb_spec.max_tokens_per_mb >= cfg.gconfig.max_tokens, name
