@@ -19,7 +19,6 @@ LONGEST_FIRST = (
     "test_recover.py",
     "test_train_launch.py",
     "test_eval_ruler.py",
-    "test_all_tied.py",
     "test_eval_launch.py",
     "test_eval.py",
     "test_eval_paper.py",

@@ -1,10 +1,14 @@
-"""The CPU main job in one-process SPMD mode, 2 steps: weight updates reach the server.
+"""The CPU main job in one-process SPMD mode, 2 steps: weight updates reach the server,
+and steps in which every group ties still train, sync and advance the version.
 
 The single-controller and Ray launches of the same job: test_train_launch.py.
 ``/weights_digest`` and ``n_updates`` (weight syncs received) are stand-in only.
-The run also trains with the original MemAgent's KL loss, as docs/algorithm.md's
+The run trains with the original MemAgent's KL loss, as docs/algorithm.md's
 command turns it on (``actor.kl_loss_coef``; AReaL's reward KL stays off), so the
-trainer adds a reference model of its own.
+trainer adds a reference model of its own. Every episode earns 0 (``no_reward``,
+given by import string as a user's reward is) and ``memagent.skip_tied_groups``
+is on: AReaL's loop must still train the one group kept, with weight decay
+changing every weight, so the served weights tell one version from another.
 """
 
 import json
@@ -17,9 +21,24 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from bench.learning import config_value
 from standin.launch import StandinServer
 from standin.model import weights_digest
 from tests.e2e.launch_runs import ROOT, run_one_process
+
+QUESTIONS = config_value("train_dataset.batch_size")
+GROUP = config_value("memagent.group_size")
+# a memory turn per chunk and the answer turn, per episode
+ROWS_PER_GROUP = (config_value("standin.needle_chunks") + 1) * GROUP
+TIED = (
+    f"memagent.reward={__name__}.no_reward",
+    "memagent.skip_tied_groups=true",
+)
+
+
+def no_reward(response: str, golds: list[str]) -> float:
+    """Every episode earns 0: every group ties."""
+    return 0.0
 
 
 def kl_loss_overrides() -> list[str]:
@@ -52,15 +71,18 @@ def run(needle_model_dir, tmp_path_factory):
         run_one_process(
             ["-m", "standin.train"], out, model, server.addr,
             # every step changes every weight, even if every group ties
-            "actor.optimizer.weight_decay=0.01", *kl_loss_overrides(),
+            "actor.optimizer.weight_decay=0.01", *kl_loss_overrides(), *TIED,
         )  # fmt: skip
         state = get(server, "/weights_digest")
-    steps = [
-        json.loads(line)
-        for line in next((out / "areal").rglob("steps.jsonl")).read_text().splitlines()
-    ]
+    log_dir = next((out / "areal").rglob("steps.jsonl")).parent
+    steps, ledger = (
+        [json.loads(s) for s in (log_dir / name).read_text().splitlines()]
+        for name in ("steps.jsonl", "questions.jsonl")
+    )
     checkpoint = next((out / "areal").rglob("checkpoints/**/config.json")).parent
-    return dict(initial=initial, state=state, steps=steps, checkpoint=checkpoint)
+    return dict(
+        initial=initial, state=state, steps=steps, checkpoint=checkpoint, ledger=ledger
+    )
 
 
 def test_the_server_serves_exactly_the_weights_the_actor_saved(run):
@@ -81,7 +103,20 @@ def test_step_two_trajectories_carry_the_new_version(run):
     assert all(s["rows"] > 0 for s in run["steps"])
 
 
+def test_every_step_counts_every_group_tied_and_trains_one(run):
+    for s in run["steps"]:
+        assert s["groups"] == s["tied_groups"] == QUESTIONS
+        assert s["rows_tied"] == QUESTIONS * ROWS_PER_GROUP
+        assert s["rows"] == ROWS_PER_GROUP  # the one group kept for the update
+        assert s["rows_skipped"] == (QUESTIONS - 1) * ROWS_PER_GROUP
+        assert s["actor_loss"] == 0.0  # advantage 0 (the KL loss is logged apart)
+
+
+def test_the_ledger_counts_every_question_trained(run):
+    trained = [line for line in run["ledger"] if "questions" in line]
+    assert [len(line["questions"]) for line in trained] == [QUESTIONS, QUESTIONS]
+
+
 def test_the_kl_loss_is_logged_beside_the_policy_loss(run):
     for step in run["steps"]:
-        assert math.isfinite(step["actor_loss"])
         assert math.isfinite(step["kl_loss"]) and step["kl_loss"] >= 0
