@@ -12,3 +12,11 @@ def test_every_file_started_first_exists():
     found = {p.name for p in TESTS.rglob("test_*.py")}
     assert set(LONGEST_FIRST) <= found, set(LONGEST_FIRST) - found
     assert len(set(LONGEST_FIRST)) == len(LONGEST_FIRST)
+
+
+def test_the_files_started_beside_the_needle_build_do_not_wait_for_it():
+    # the first file builds the needle model; the next two (on the other
+    # workers) would sit idle until it is done if they used it too
+    assert "needle_model_dir" in (TESTS / "e2e" / LONGEST_FIRST[0]).read_text()
+    for name in LONGEST_FIRST[1:3]:
+        assert "needle_model_dir" not in next(TESTS.rglob(name)).read_text(), name
