@@ -18,3 +18,12 @@ GPU run; it is not part of the ``memagent_workflow`` wheel.
   standin.train --config config_cpu.yaml``): the product's ``examples/`` scripts
   with the stand-in's config class, trainer, job and inference passed in
 """
+
+import os
+
+# Under `uv run`, Ray would start the CPU job's workers through `uv run` in a
+# packaged copy of the repository (a second environment, without the git-ignored
+# outputs/ the run writes). Ray reads this switch once, when it is first
+# imported, which AReaL's modules do long before the CPU job starts Ray: it must
+# be set before them. A GPU cluster's `ray start` is left to Ray's defaults.
+os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")

@@ -134,7 +134,11 @@ def standin_server(
     # The server arguments AReaL passes to a server it launches (seed, context
     # length, skip_tokenizer_init), so both launch paths serve alike.
     args = server_args_of(config.sglang)
-    args = {k: args.get(k) for k in ("context_length", "skip_tokenizer_init")}
+    keys = ("context_length", "skip_tokenizer_init", "max_loaded_loras")
+    args = {k: args.get(k) for k in keys}
+    # LoRA (actor.use_lora): the trainer loads the initial adapter itself, since
+    # this server starts before the actor saves it (standin.trainer).
+    args["enable_lora"] = bool(getattr(config.actor, "use_lora", False))
     server = start_standin_server(
         config.actor.path,
         port=cfg.port or None,
@@ -225,9 +229,11 @@ def local_ray(num_cpus: int) -> Iterator[None]:
     """
     import ray
 
-    # Under `uv run`, Ray would rebuild the environment for its workers in a
-    # copy of the repository without its git-ignored folders (outputs/).
-    with environ({"RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}):
+    # Ray starts its workers at niceness 15: on a busy CPU machine the actor
+    # worker, importing torch and AReaL behind the run's own processes at 0, took
+    # minutes to start (4.5 min measured while the test suite ran); 0 is what the
+    # local scheduler's workers get. (Ray's `uv run` switch: standin/__init__.py.)
+    with environ({"RAY_worker_niceness": "0"}):
         ray.init(num_cpus=num_cpus, include_dashboard=False)
         logger.info(f"started a local Ray instance with {num_cpus} CPUs")
         try:

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer, DynamicCache
 
+from standin.lora import LoraAdapters
 from standin.model import KVBatch, load_model
 from standin.protocol import GenRequest, sample_token
 from standin.weight_log import WeightLog
@@ -79,6 +80,7 @@ class StandinEngine:
         self._held: list[GenRequest] = []  # arrived while paused
         self._commands: deque[tuple[Callable[[], Any], Future]] = deque()
         self._batch = KVBatch()
+        self.lora: LoraAdapters | None = None  # set by the server (standin.lora)
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="engine", daemon=True)
 
@@ -267,7 +269,8 @@ class StandinEngine:
         ids = torch.tensor([req.input_ids], dtype=torch.long)
         cache = DynamicCache()
         want_input_lp = req.return_logprob and req.logprob_start_len >= 0
-        out = self.model(
+        out = self._forward(
+            [req],
             input_ids=ids,
             past_key_values=cache,
             use_cache=True,
@@ -281,6 +284,12 @@ class StandinEngine:
             return
         if self._emit(req, logits[-1]):
             self._batch.add(req, cache)
+
+    def _forward(self, rows: list[GenRequest], **kwargs: Any) -> Any:
+        """The served model on ``rows``, each through its LoRA adapter if any."""
+        if self.lora is None:
+            return self.model(**kwargs)
+        return self.lora.forward(rows, **kwargs)
 
     def _emit(self, req: GenRequest, logits: torch.Tensor) -> bool:
         """Sample one token for ``req``; finish it if done. True if still running."""
@@ -300,7 +309,8 @@ class StandinEngine:
         b.mask = torch.cat([b.mask, keep_mask], dim=1)
         last = torch.tensor([[r.output_ids[-1]] for r in b.rows], dtype=torch.long)
         pos = torch.tensor([[b.length - 1 - p] for p in b.pad], dtype=torch.long)
-        out = self.model(
+        out = self._forward(
+            b.rows,
             input_ids=last,
             attention_mask=b.mask,
             position_ids=pos,

@@ -56,6 +56,20 @@ def server_flags(server_args: dict[str, Any]) -> list[str]:
             flags += [flag, str(server_args[key])]
     if server_args.get("skip_tokenizer_init"):
         flags.append("--skip-tokenizer-init")
+    return flags + lora_flags(server_args)
+
+
+def lora_flags(server_args: dict[str, Any]) -> list[str]:
+    """Stand-in flags for the LoRA keys of SGLang's server arguments."""
+    # SGLang enables LoRA when given adapters at start, as AReaL gives them.
+    if not (server_args.get("enable_lora") or server_args.get("lora_paths")):
+        return []
+    flags = ["--enable-lora"]
+    if server_args.get("lora_paths"):
+        flags += ["--lora-paths", *map(str, server_args["lora_paths"])]
+    for key in ("max_loaded_loras", "max_lora_rank"):
+        if server_args.get(key) is not None:
+            flags += ["--" + key.replace("_", "-"), str(server_args[key])]
     return flags
 
 

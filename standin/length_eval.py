@@ -25,6 +25,7 @@ from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.eval.length_table import table_markdown, write_length_table
 from standin.config import StandinGRPOConfig
+from standin.lora import is_adapter, merge_adapter
 
 logger = logging.getLogger("StandinLengthEval")
 
@@ -85,6 +86,8 @@ def run_length_eval(config: StandinGRPOConfig) -> dict[str, Any]:
     work = folder / "length_eval"
     lengths = "[" + ",".join(str(n) for n in cfg.length_eval) + "]"
     trained = last_checkpoint(config)
+    if is_adapter(trained):  # actor.use_lora: served merged into the warm start
+        trained = merge_adapter(trained, Path(config.actor.path), work / "merged")
     rows = {"trained": (trained, []), "warm_start": (Path(config.actor.path), [])}
     if cfg.length_eval_wiped:
         rows["memory_wiped"] = (trained, ["memagent.wipe_memory=true"])

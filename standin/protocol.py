@@ -127,6 +127,7 @@ class GenRequest:
     cancelled: bool = False
     created: float = field(default_factory=time.perf_counter)
     generator: torch.Generator | None = None
+    lora: Any = None  # the LoRA adapter it names (standin.lora.Adapter), if any
     _counts: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:

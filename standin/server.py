@@ -3,8 +3,9 @@
 It speaks the subset of SGLang 0.5.10's HTTP protocol that AReaL 1.0.4's
 ``RemoteSGLangEngine`` uses (``/health``, ``/generate``, ``/pause_generation``,
 ``/continue_generation``, the weight updates from disk and over a gloo process
-group, ...), backed by a Hugging Face causal LM in float32 on CPU (see
-``engine``). Where it can, it behaves as SGLang does, messages included:
+group, LoRA adapters (``lora_routes``), ...), backed by a Hugging Face causal
+LM in float32 on CPU (see ``engine``). Where it can, it behaves as SGLang does,
+messages included:
 
 * Logprobs follow SGLang's default convention (see ``protocol``).
 * A prompt plus its ``max_new_tokens`` must stay below ``--context-length``
@@ -37,7 +38,7 @@ import torch
 from aiohttp import web
 from transformers.utils import logging as hf_logging
 
-from standin import faults
+from standin import faults, lora_routes
 from standin.engine import GenRequest, StandinEngine
 from standin.model import weights_digest
 from standin.protocol import (
@@ -94,6 +95,7 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
             "paused": engine.paused,
             **engine.counts(),
             "weight_syncs": engine.weights.summary(),
+            "lora": engine.lora.summary() if engine.lora else None,
         }
         return web.json_response(info(**extra))
 
@@ -113,6 +115,7 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
                 raise ValueError(STOP_STRINGS_MESSAGE)
             start = body.get("logprob_start_len")
             start = -1 if start is None else int(start)
+            adapter = await lora_routes.adapter_of(engine, body.get("lora_path"))
         except (ValueError, TypeError) as e:
             return error(400, str(e))
         loop = asyncio.get_running_loop()
@@ -129,6 +132,7 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
             return_logprob=bool(body.get("return_logprob", False)),
             logprob_start_len=start,
             created=loop.time(),
+            lora=adapter,
         )
         if isinstance(body.get("rid"), str):
             req.rid = body["rid"]
@@ -138,6 +142,9 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
         except asyncio.CancelledError:
             req.cancelled = True
             raise
+        finally:
+            if adapter is not None:
+                engine.lora.release(adapter)
         if req.error is not None:
             return error(500, f"generation failed: {req.error!r}")
         return web.json_response(
@@ -171,12 +178,8 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
     async def noop(request: web.Request) -> web.Response:
         return ok(f"{request.path}: no-op on the CPU stand-in")
 
-    @routes.post("/load_lora_adapter")
-    @routes.post("/unload_lora_adapter")
-    async def lora(_: web.Request) -> web.Response:
-        return fail(400, "LoRA adapters are not supported by the CPU stand-in")
-
     add_weight_routes(routes, engine)
+    lora_routes.add_routes(routes, engine)
     app.add_routes(routes)
     return app
 
@@ -214,6 +217,8 @@ async def serve(args: argparse.Namespace) -> None:
         context_length=args.context_length,
         skip_tokenizer_init=args.skip_tokenizer_init,
     )
+    engine.lora = lora_routes.from_args(engine.model, args)
+    lora_routes.preload(engine.lora, args.lora_paths)
     engine.start()
 
     async def digest() -> tuple[str, str]:
@@ -265,6 +270,7 @@ def write_report(engine: StandinEngine, path: str, port: int) -> None:
         "n_updates": engine.n_updates,
         "weight_syncs": engine.weights.summary(),
         "digest": weights_digest(engine.model),
+        "lora": engine.lora.summary() if engine.lora else None,
     }
     tmp = Path(path + ".tmp")
     tmp.parent.mkdir(parents=True, exist_ok=True)
@@ -307,6 +313,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument(
         "--parent-pid", type=int, default=0, help="exit when this process is gone"
     )
+    lora_routes.add_arguments(ap)
     faults.add_arguments(ap)
     return ap.parse_args(argv)
 

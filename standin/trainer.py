@@ -9,7 +9,9 @@ sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
 timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
 validation set it starts no eval-rollout worker (AReaL would start one and
-never use it). These overrides, and what they rely on, are listed and pinned
+never use it). With ``actor.use_lora`` the servers start with the initial
+adapter as AReaL passes it (``sglang.lora_paths``, ``NAME-v0``); in the
+one-process mode, where AReaL refuses LoRA, the trainer loads it itself. These overrides, and what they rely on, are listed and pinned
 in ``memagent_workflow/areal_private.py``: an AReaL upgrade that changes them
 fails there first.
 """
@@ -27,15 +29,18 @@ from areal.api.cli_args import (
     SchedulingStrategy,
     SchedulingStrategyType,
 )
+from areal.api.io_struct import get_versioned_lora_name
 from areal.infra import RayScheduler
 from areal.utils.environ import is_single_controller
 
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
+from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
 from standin.backend import StandinSGLangEngine
 from standin.config import StandinGRPOConfig
 from standin.launch import server_args_of
+from standin.lora import load_adapter
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -63,6 +68,11 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         if bucket_mb is not None and self.weight_update_meta.type == "xccl":
             # The actor reads it from the meta the trainer sends each step.
             self.weight_update_meta.weight_chunked_mem_mb = bucket_mb
+
+    @property
+    def _lora_v0(self) -> str:
+        """The initial adapter's name on the servers (AReaL's versioned name)."""
+        return get_versioned_lora_name(self.config.gconfig.lora_name, 0)
 
     def _init_scheduler(self) -> Scheduler:
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
@@ -97,8 +107,11 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
                 "the CPU stand-in speaks SGLang's protocol: set rollout.backend="
                 f"sglang:dN, got {self.config.rollout.backend}"
             )
-        if lora_path is not None or self.config.rollout.return_routed_experts:
-            raise ValueError("the CPU stand-in serves no LoRA and no MoE experts")
+        if self.config.rollout.return_routed_experts:
+            raise ValueError("the CPU stand-in serves no MoE experts")
+        if lora_path is not None:
+            # As AReaL: a launched server starts with the initial adapter, v0.
+            self.config.sglang.lora_paths = [f"{self._lora_v0}={lora_path}"]
         if is_eval and self.config.valid_dataset is None:
             # AReaL would start an eval-rollout worker that nothing uses.
             return None
@@ -118,6 +131,11 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
             engine.initialize(
                 train_data_parallel_size=self.actor_alloc.parallel.dp_size
             )
+            if lora_path is not None and not is_eval:
+                # AReaL refuses LoRA outside its single controller (its servers
+                # start before the actor saves v0); the CPU job's server was
+                # started with --enable-lora, and v0 is loaded here.
+                load_adapter(server_addresses(engine), self._lora_v0, lora_path)
             return engine
 
         controller = StandinSGLangEngine.as_controller(config, self.scheduler)

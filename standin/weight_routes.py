@@ -5,7 +5,9 @@ and ``/update_weights_from_distributed`` follow SGLang 0.5.10's request and repl
 shapes (see ``standin.xccl``): the group join runs in a thread, since it blocks
 until the trainer joins too, and each bucket is received in a thread and then
 loaded into the model by the engine between generation steps.
-``/weights_digest`` and ``/weights_checksum`` are stand-in only (for tests).
+``/weights_digest`` and ``/weights_checksum`` are stand-in only (for tests);
+``/weights_digest`` also lists the loaded LoRA adapters' digests (with
+``--enable-lora``).
 """
 
 from __future__ import annotations
@@ -113,7 +115,13 @@ def add_weight_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
         value = await asyncio.wrap_future(
             engine.run_command(lambda: weights_digest(engine.model))
         )
-        return web.json_response(_info(engine, digest=value))
+        if engine.lora is None or not engine.lora.enabled:
+            return web.json_response(_info(engine, digest=value))
+        # The base model's digest stays the warm start's under LoRA; each
+        # loaded adapter's is its saved tensors' (standin.lora.adapter_digest).
+        loaded = engine.lora.summary()["loaded"]
+        adapters = {name: a["digest"] for name, a in loaded.items()}
+        return web.json_response(_info(engine, digest=value, adapters=adapters))
 
 
 def _info(engine: StandinEngine, **extra: object) -> dict[str, object]:

@@ -1,5 +1,9 @@
 """scheduler.type=ray: the entry scripts connect to Ray (AReaL's scheduler does not)."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import ray
 
@@ -45,3 +49,15 @@ def test_other_schedulers_never_touch_ray(calls, kind):
     with ray_for(kind):
         pass
     assert calls[0] == []
+
+
+def test_the_cpu_jobs_ray_workers_run_in_the_projects_environment():
+    """Under `uv run` Ray would start the CPU job's workers through `uv run` in a
+    packaged copy of the repository; the switch must be off by the time Ray is
+    imported, which AReaL's modules do when the CPU entry imports them."""
+    code = (
+        "import standin.train, sys, ray._private.ray_constants as c; "
+        "sys.exit(int(c.RAY_ENABLE_UV_RUN_RUNTIME_ENV))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_UV_RUN_RUNTIME_ENV"}
+    assert subprocess.run([sys.executable, "-c", code], env=env).returncode == 0
