@@ -24,6 +24,7 @@ LONGEST_FIRST = (
     "test_recover.py",
     "test_eval_launch.py",
     "test_eval_paper.py",
+    "test_train_lora.py",
 )
 
 
