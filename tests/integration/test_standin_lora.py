@@ -10,10 +10,7 @@ deletes the adapter's folder once loaded, and names ``NAME-vVERSION`` in every
 
 from __future__ import annotations
 
-import json
 import shutil
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -26,24 +23,10 @@ from transformers import AutoModelForCausalLM
 
 from standin.launch import StandinServer
 from standin.lora import adapter_digest
+from tests.http import call
 
 PROMPT = [3, 4, 5, 6, 7, 8, 9, 10]
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-
-
-def call(server, endpoint, body=None):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        server.url + endpoint,
-        data=data,
-        method="GET" if data is None else "POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def save_adapter(model_dir, out, seed: int) -> str:

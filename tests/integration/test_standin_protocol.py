@@ -14,33 +14,16 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from standin.launch import StandinServer
+from tests.http import call
 
 PROMPT = [5, 17, 42, 99, 3, 250, 7]
 CONTEXT = 32
-
-
-def call(server, endpoint, body=None, timeout=60.0):
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(
-        server.url + endpoint,
-        data=data,
-        method="GET" if data is None else "POST",
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def generate(server, input_ids, **sampling):

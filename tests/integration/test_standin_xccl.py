@@ -24,6 +24,7 @@ from transformers import AutoModelForCausalLM
 
 from standin.launch import StandinServer, find_free_port
 from standin.model import weights_digest
+from tests.http import call
 
 
 def get(server, path):
@@ -133,19 +134,6 @@ def test_several_bf16_buckets_land_in_order(server, trainer, tiny_model_dir):
     }
 
 
-def post(server, path, body):
-    req = urllib.request.Request(
-        f"{server.url}{path}",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def test_a_bucket_naming_an_unknown_tensor_changes_nothing(server, trainer):
     _, _, group = trainer
     before = get(server, "/weights_digest")["digest"]
@@ -159,7 +147,7 @@ def test_a_bucket_naming_an_unknown_tensor_changes_nothing(server, trainer):
         "abort_all_requests": True,
     }
     with ThreadPoolExecutor(1) as pool:
-        reply = pool.submit(post, server, "/update_weights_from_distributed", body)
+        reply = pool.submit(call, server, "/update_weights_from_distributed", body, 120)
         for _, tensor in bucket:  # the whole bucket is still received
             dist.broadcast(tensor, src=0, group=group)
         status, out = reply.result(timeout=120)
