@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-KEY = "RAY_ENABLE_UV_RUN_RUNTIME_ENV"
+KEY = "RAY_worker_niceness"
 
 
 def test_importing_the_stand_in_model_registers_no_attention():
@@ -40,7 +40,7 @@ def test_environ_restores_set_and_unset_keys(monkeypatch):
     assert "MEMAGENT_TEST_UNSET" not in os.environ
 
 
-def test_local_ray_undoes_its_uv_setting(monkeypatch):
+def test_local_ray_undoes_its_niceness_setting(monkeypatch):
     import ray
 
     from standin.cpu_job import local_ray
