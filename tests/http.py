@@ -7,14 +7,23 @@ import urllib.error
 import urllib.request
 
 
-def call(server, endpoint: str, body=None, timeout: float = 60.0) -> tuple[int, dict]:
-    """GET ``endpoint`` (POST when ``body`` is given): the status and the JSON
-    reply, error replies included."""
-    data = None if body is None else json.dumps(body).encode()
+def call(
+    server,
+    endpoint: str,
+    body=None,
+    timeout: float = 60.0,
+    method: str | None = None,
+    raw: bytes | None = None,
+) -> tuple[int, dict]:
+    """The status and JSON reply (error replies included) of one call: GET, or
+    POST when ``body`` (JSON) or ``raw`` (bytes as they are) is given."""
+    data = (
+        raw if raw is not None else None if body is None else json.dumps(body).encode()
+    )
     req = urllib.request.Request(
         server.url + endpoint,
         data=data,
-        method="GET" if data is None else "POST",
+        method=method or ("GET" if data is None else "POST"),
         headers={"Content-Type": "application/json"},
     )
     try:

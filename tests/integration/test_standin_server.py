@@ -5,11 +5,8 @@ Stand-in only, read here for checks SGLang gives no way to make:
 fields of ``/get_server_info``.
 """
 
-import json
 import threading
 import time
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,26 +15,9 @@ from transformers import AutoModelForCausalLM
 
 from standin.model import weights_digest
 from standin.tiny_model import build_tiny_model
+from tests.http import call
 
 PROMPT = [5, 17, 42, 99, 3, 250, 7]
-
-
-def call(server, endpoint, body=None, method=None, timeout=60.0, raw=None):
-    """(status, json) of one HTTP call; ``raw`` sends bytes as the body."""
-    data = (
-        raw if raw is not None else None if body is None else json.dumps(body).encode()
-    )
-    req = urllib.request.Request(
-        server.url + endpoint,
-        data=data,
-        method=method or ("GET" if data is None else "POST"),
-        headers={"Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def generate(server, input_ids, timeout=60.0, **sampling):
