@@ -29,6 +29,12 @@ def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _describe(details: dict[str, Any]) -> str:
+    """An exception as the console shows it, with where it was thrown."""
+    what = (details.get("exception") or {}).get("description") or details.get("text")
+    return f"{what} (line {details.get('lineNumber')})"[:500]
+
+
 class Page:
     """One tab: ``evaluate`` JavaScript, read its ``errors``, ``screenshot`` it."""
 
@@ -49,7 +55,7 @@ class Page:
     def _event(self, msg: dict[str, Any]) -> None:
         method, p = msg.get("method"), msg.get("params", {})
         if method == "Runtime.exceptionThrown":
-            self.errors.append(json.dumps(p["exceptionDetails"])[:500])
+            self.errors.append(_describe(p["exceptionDetails"]))
         elif method == "Runtime.consoleAPICalled" and p.get("type") == "error":
             self.errors.append(json.dumps(p.get("args"))[:500])
         elif method == "Log.entryAdded" and p["entry"].get("level") == "error":
@@ -59,7 +65,7 @@ class Page:
         """The value of ``expression`` in the page (a thrown error is recorded)."""
         res = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
         if "exceptionDetails" in res:
-            self.errors.append(json.dumps(res["exceptionDetails"])[:500])
+            self.errors.append(_describe(res["exceptionDetails"]))
             return None
         return res["result"].get("value")
 
@@ -116,3 +122,37 @@ def open_page(
     finally:
         proc.kill()
         proc.wait()
+
+
+def trace_page_problems(html_file: Path, profile: Path) -> list[str]:
+    """What is wrong with a trace page in a real browser: script errors, no
+    diagnostics table, or a chosen turn whose memory text is not shown."""
+    text = html_file.read_text(encoding="utf-8")
+    data = text.split('id="trace-data">', 1)[1].split("</script>", 1)[0]
+    samples = json.loads(data.replace("<\\/", "</"))["samples"]
+    problems = []
+    with open_page(html_file, profile) as page:
+        rows = page.evaluate("document.querySelectorAll('#diagnostics tr').length")
+        if not rows or rows < 2:
+            problems.append(f"no diagnostics table with rows (rows: {rows})")
+        chosen = next(
+            (
+                (i, t)
+                for i, s in enumerate(samples)
+                for t in s["turns"]
+                if t["memory"] and t["memory"].strip()
+            ),
+            None,
+        )
+        if chosen is None:
+            problems.append("no sample with a memory turn to show")
+        else:
+            i, turn = chosen
+            page.evaluate(f"showSample({i})")
+            shown = page.evaluate(
+                f"document.querySelector('#turn-{turn['chunk']} .mem').textContent"
+            )
+            if not shown or turn["memory"] not in shown:
+                problems.append(f"turn {turn['chunk']} shows {shown!r}, not its memory")
+        problems += [f"script error: {e}" for e in page.errors]
+    return problems
