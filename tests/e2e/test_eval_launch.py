@@ -25,6 +25,8 @@ LENGTH = 12  # documents per sample
 # stand-in's log there.
 RESULT_FILES = {
     f"length_{LENGTH}.jsonl",
+    f"length_{LENGTH}.trace.jsonl",  # eval.trace: from the workers too
+    "trace.html",
     "summary.json",
     "results.md",
     "accuracy.png",
