@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from memagent_workflow.eval.ask import (
     check_question,
     encode_stream,
     open_document,
+    read_progress,
 )
 from memagent_workflow.eval.config import MemAgentEvalConfig
 from memagent_workflow.eval.engine import ClusterInference, open_engine
@@ -63,10 +65,13 @@ def main(
     try:
         stream = open_document(args.document)  # before anything is built
         config = load_entry_config(rest, config_cls, STANDIN_ENTRY)
-        config.eval.lengths, config.eval.tasks = [], []  # no eval file is read
         make_shared_folders(config.cluster)
         inference = inference_cls(config)
+        sets = config.eval.lengths, config.eval.tasks
+        config.eval.lengths, config.eval.tasks = [], []  # no eval file is made
         inference.prepare()  # the stand-in builds its model here; no server yet
+        # restored: a launched worker rebuilds the config, which needs a task
+        config.eval.lengths, config.eval.tasks = sets
         kwargs = workflow_kwargs(config, gconfig=config.gconfig, trace=True)
         try:
             workflow = AskWorkflow(**kwargs)
@@ -104,17 +109,26 @@ def run(
         "context_ids": ids,
     }
     config.eval.concurrency = 1
+    progress: Path | None = None
     with open_engine(config, inference) as engine:
         bar = tqdm(total=n_chunks, desc="chunks", unit="chunk", file=sys.stderr)
-        if config.scheduler.type is None:  # in this process: a live bar
+        if config.scheduler.type is None:  # in this process
             workflow.on_turn = on_turn
             engine.submit(data, workflow=workflow)
-        else:  # a remote worker runs it: the bar fills when it returns
+        else:  # a remote worker reports its turns in a file on the shared root
+            progress = Path(config.cluster.fileroot) / "ask" / f"{uuid.uuid4()}.txt"
+            progress.parent.mkdir(parents=True, exist_ok=True)
             data["context_ids"] = ids.tolist()
-            engine.submit(data, workflow=WORKFLOW_PATH, workflow_kwargs=kwargs)
+            remote = {**kwargs, "progress_file": str(progress)}
+            engine.submit(data, workflow=WORKFLOW_PATH, workflow_kwargs=remote)
         got: list[Any] = []
         while not got:
-            got = [r for r in engine.wait(1, timeout=5.0, raise_timeout=False) if r]
+            got = [r for r in engine.wait(1, timeout=0.2, raise_timeout=False) if r]
+            if progress is not None and (last := read_progress(progress)):
+                bar.update(last[0] + 1 - bar.n)
+                bar.set_postfix(memory_tokens=last[1], refresh=False)
+    if progress is not None:
+        progress.unlink(missing_ok=True)
     rec = got[0]
     bar.update(n_chunks - bar.n)
     bar.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import sys
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,35 @@ def check_question(workflow: MemAgentEvalWorkflow, question: str) -> None:
             )
 
 
+def report_turn(path: str, turn: int, memory_tokens: int) -> None:
+    """Append ``turn memory_tokens`` to the progress file (a rollout worker's
+    turns, read by ask.py's bar in its own process)."""
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{turn} {memory_tokens}\n")
+
+
+def read_progress(path: Path) -> tuple[int, int] | None:
+    """The last whole ``(turn, memory tokens)`` line of a progress file, if any."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    lines = text.split("\n")[:-1]  # a line still being written has no newline
+    if not lines:
+        return None
+    turn, tokens = lines[-1].split()
+    return int(turn), int(tokens)
+
+
 class AskWorkflow(MemAgentEvalWorkflow):
     """The eval workflow on a document given as token ids (``context_ids``);
-    with no gold answer the record is left unscored."""
+    with no gold answer the record is left unscored. ``progress_file``: each
+    memory turn is appended there (a remote worker's bar, ``report_turn``)."""
+
+    def __init__(self, *args: Any, progress_file: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        if progress_file is not None and self.on_turn is None:
+            self.on_turn = partial(report_turn, progress_file)
 
     async def read_document(self, data: dict[str, Any]) -> Document:
         ids = np.asarray(data["context_ids"], dtype=np.int32)

@@ -42,3 +42,25 @@ def test_bad_inputs_are_refused_before_any_server(
         text = refused(capfd, needle_model_dir, *args)
         assert want in text and "refused" in text, text[-1500:]
         assert "stand-in server (not a production engine) at" not in text
+
+
+def test_the_config_a_launched_worker_rebuilds_is_whole(needle_model_dir, monkeypatch):
+    # scheduler.type=local sends the config to the rollout worker, which
+    # rebuilds it; ask.py empties the eval sets only while nothing is launched
+    # (an empty eval.tasks fails the rebuild and the worker's configure).
+    from areal.infra.rpc.serialization import deserialize_value, serialize_value
+
+    from examples import ask as entry
+    from standin import ask
+    from standin.config import StandinEvalConfig
+
+    sent = {}
+    monkeypatch.setattr(entry, "run", lambda config, *a: sent.setdefault("c", config))
+    monkeypatch.setattr(entry, "show", lambda *a: None)
+    monkeypatch.chdir(REPO)
+    ask.main(
+        ["--config", "config_eval_needle.yaml", f"actor.path={needle_model_dir}",
+         "--document", "docs/needle_64.txt", "--question", "what is the code of eve ?"]
+    )  # fmt: skip
+    rebuilt = deserialize_value(serialize_value(sent["c"]))
+    assert isinstance(rebuilt, StandinEvalConfig) and rebuilt.eval.tasks

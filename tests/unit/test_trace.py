@@ -126,3 +126,14 @@ def test_bad_documents_are_refused_by_name(tmp_path, tokenizer):
         ask.encode_stream(
             tokenizer, ask.open_document(str(tmp_path / "b.txt")), "b.txt"
         )
+
+
+def test_a_remote_workers_turns_reach_the_bar_through_the_progress_file(tmp_path):
+    path = tmp_path / "progress.txt"
+    assert ask.read_progress(path) is None  # the worker has not started
+    ask.report_turn(str(path), 0, 5)
+    ask.report_turn(str(path), 1, 7)
+    assert ask.read_progress(path) == (1, 7)
+    with open(path, "a") as f:
+        f.write("2 3")  # a line still being written is not read
+    assert ask.read_progress(path) == (1, 7)
