@@ -12,7 +12,8 @@ calls `main` with its inference):
         eval.data_root=DIR eval.lengths=[50] eval.output_dir=OUT
 
 Writes ``length_{N}.jsonl`` (one line per finished sample, appended and fsync'ed),
-``timing.jsonl``, ``summary.json``, ``results.md`` and ``accuracy.png`` under
+``length_{N}.trace.jsonl`` (``eval.trace``: the memory turn by turn, written
+before the sample's result line), ``timing.jsonl``, ``summary.json``, ``results.md`` and ``accuracy.png`` under
 ``eval.output_dir``. A rerun skips scored samples and retries failed ones.
 """
 
@@ -27,7 +28,14 @@ from typing import Any
 from areal.utils import logging
 from tqdm import tqdm
 
-from memagent_workflow.eval import results, sets, summary, targets
+from memagent_workflow.eval import (
+    results,
+    sets,
+    summary,
+    targets,
+    trace,
+    trace_page,
+)
 from memagent_workflow.eval.baseline import workflow_for
 from memagent_workflow.eval.checks import (
     EvalRefused,
@@ -77,11 +85,18 @@ def run_length(
         dynamic_ncols=True,
     )
     start, tokens, written, failed = time.perf_counter(), 0, 0, 0
-    with results.ResultWriter(out_path) as writer:
+    traced = ev.trace and ev.mode == "memagent"
+    with (
+        results.ResultWriter(out_path) as writer,
+        trace.TraceWriter(trace.trace_file(out_path) if traced else None) as tracer,
+    ):
         if todo:
             path, workflow = target.data_file(ev), workflow_for(ev.mode)[1]
             for rec in stream(engine, path, todo, kwargs, ev.concurrency, workflow):
-                writer.write(target.finish(rec))
+                lines = rec.pop("trace", None)
+                rec = target.finish(rec)
+                tracer.write(rec, lines)  # first: a scored sample has its trace
+                writer.write(rec)
                 todo.discard(results.sample_key(rec))
                 tokens, written = tokens + rec["output_tokens"], written + 1
                 failed += rec["error"] is not None
@@ -241,6 +256,9 @@ def evaluate(
             + f" | over non-failed: sub_em={row['sub_em_non_failed']}"
             + f" | best of {row['repeats']}: sub_em={row['sub_em_best']}"
         )
+    if trace_page.has_traces(config.eval.output_dir):
+        page = trace_page.write_page(config.eval.output_dir)
+        logger.info(f"memory traces in {page} (examples/view_trace.py rewrites it)")
     logger.info(f"results in {config.eval.output_dir}/results.md")
 
 

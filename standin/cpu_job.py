@@ -21,7 +21,7 @@ import torch
 from areal.utils import logging, name_resolve, names
 
 from memagent_workflow.data.files import write_json, write_jsonl
-from memagent_workflow.data.synthetic import make_needle, make_synthetic
+from memagent_workflow.data.synthetic import make_needle, make_synthetic, needle_of
 from memagent_workflow.eval import sets
 from memagent_workflow.prompts import load_prompts
 from standin.build_cache import MARKER_FILE
@@ -292,4 +292,5 @@ def synthetic_eval_set(cfg: StandinConfig, n_samples: int, n: int) -> list[dict]
     rows = make_needle(
         n_samples, cfg.seed + 7919 * n, n, cfg.needle_distractors, split="valid"
     )
-    return [{**row, "num_docs": n} for row in rows]
+    # The needle sentence is the evidence an eval trace locates (eval/trace.py).
+    return [{**row, "num_docs": n, "evidence": [needle_of(row)]} for row in rows]

@@ -7,7 +7,8 @@ standin.length_eval_config`` (``examples/eval.py``'s main), on held-out needle
 questions: the trained model
 (the run's last HF checkpoint) and the warm start it began from (``actor.path``).
 The rows are combined by ``memagent_workflow.eval.length_table`` into
-``length_table.{json,md,png}`` beside ``steps.jsonl``.
+``length_table.{json,md,png}`` beside ``steps.jsonl``, with each run's caught /
+kept / answered split per length (its memory traces, ``eval.trace``).
 """
 
 from __future__ import annotations

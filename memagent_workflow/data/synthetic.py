@@ -156,6 +156,12 @@ def _needle_sentence(name: str, answer: str) -> str:
     return f"code of {name} is {answer} ."
 
 
+def needle_of(row: dict) -> str:
+    """The needle sentence of a ``make_needle`` row (its question's name, its answer)."""
+    name = row["question"].removeprefix("what is the code of ").removesuffix(" ?")
+    return _needle_sentence(name, row["answers"][0])
+
+
 def _filler_sentence(rng: random.Random) -> str:
     food, other = rng.sample(_NEEDLE_FOODS, 2)
     return f"{rng.choice(NEEDLE_NAMES)} likes {food} and {other} ."

@@ -21,6 +21,7 @@ from memagent_workflow.eval import results, sets, targets
 from memagent_workflow.eval.benchmarks import RULER_HQA, Benchmark
 from memagent_workflow.eval.config import PAPER, MemAgentEvalConfig
 from memagent_workflow.eval.targets import Target
+from memagent_workflow.eval.trace import trace_file
 from memagent_workflow.prompts import load_prompts
 
 logger = logging.getLogger("MemAgentEval")
@@ -87,7 +88,11 @@ def prepare_output(config: MemAgentEvalConfig) -> Path:
                 "move the old results aside."
             )
     if not config.eval.resume:  # a fresh start: nothing old is mixed in
-        old = [t.results_file(out) for t in targets.present(out)]
+        old = [
+            f
+            for t in targets.present(out)
+            for f in (t.results_file(out), trace_file(t.results_file(out)))
+        ]
         for f in [*old, out / results.TIMING_FILE]:
             if f.exists():
                 shutil.move(f, f.with_name(f.name + ".bak"))
@@ -152,7 +157,7 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
     from memagent_workflow.eval.baseline import workflow_for
 
     mode = config.eval.mode
-    extra = {} if mode == "memagent" else {"mode": mode}
+    extra = {"trace": config.eval.trace} if mode == "memagent" else {"mode": mode}
     try:
         kwargs = workflow_kwargs(config, gconfig=config.gconfig, **extra)
         workflow_for(mode)[0](**kwargs)

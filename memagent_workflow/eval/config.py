@@ -120,6 +120,16 @@ class EvalConfig:
         metadata={"help": "Folder holding eval_{task}_{L}.json."},
     )
 
+    trace: bool = field(
+        default=True,
+        metadata={
+            "help": "MemAgent mode: write each sample's memory turn by turn to "
+            "{results}.trace.jsonl (memory text where it changed, its tokens, the "
+            "chunk, where the evidence sits) and split the misses into never "
+            "caught / caught then lost / held but answered wrong (docs/trace.md)."
+        },
+    )
+
     def __post_init__(self):
         if self.preset is not None and self.preset not in PRESETS:
             raise ValueError(f"eval.preset={self.preset!r}: choose one of {PRESETS}")

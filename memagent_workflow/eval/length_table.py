@@ -4,8 +4,10 @@ Each row is an ``examples/eval.py`` output folder (its ``summary.json``), e.g.
 the trained model, the same model before RL, and the trained model with
 ``memagent.wipe_memory=true``. The table is written as ``length_table.json``
 (``{"chunks": [...], ROW: [accuracy in [0, 1] per length, None where not
-measured], ...}`` plus any extra keys given), ``length_table.md`` and
-``length_table.png``. No AReaL import here.
+measured], ..., "memory": {ROW: [split per length]}}`` plus any extra keys
+given), ``length_table.md`` and ``length_table.png``. The split is each
+summary's caught / kept / answered row (``diagnostics.py``, from the run's
+traces; None where it has none). No AReaL import here.
 
     python -m memagent_workflow.eval.length_table --out DIR \\
         --row trained=OUT1 --row warm_start=OUT2 --row memory_wiped=OUT3
@@ -20,32 +22,48 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.data.files import atomic_write, write_json
+from memagent_workflow.eval.diagnostics import COLUMNS
 from memagent_workflow.eval.results import SUMMARY_FILE
 
 TABLE_FILE = "length_table.json"
+MEMORY = "memory"  # the table's key of the caught / kept / answered split
+
+
+def _summary_rows(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
+    path = Path(output_dir) / SUMMARY_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no eval summary (run examples/eval.py)")
+    return json.loads(path.read_text(encoding="utf-8"))["lengths"]
 
 
 def accuracy_by_length(output_dir: str | os.PathLike) -> dict[int, float | None]:
     """Sub-EM in [0, 1] per length N of an eval output folder's ``summary.json``."""
-    path = Path(output_dir) / SUMMARY_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: no eval summary (run examples/eval.py)")
-    summary = json.loads(path.read_text(encoding="utf-8"))
     return {
         int(row["length"]): None if row["sub_em"] is None else row["sub_em"] / 100
-        for row in summary["lengths"]
+        for row in _summary_rows(output_dir)
+    }
+
+
+def memory_by_length(output_dir: str | os.PathLike) -> dict[int, dict | None]:
+    """The caught / kept / answered split per length (summary.json's ``memory``:
+    % of the traced samples); None where the run traced nothing."""
+    return {
+        int(row["length"]): m if (m := row.get(MEMORY)) and m.get("traced") else None
+        for row in _summary_rows(output_dir)
     }
 
 
 def length_table(rows: dict[str, str | os.PathLike], **extra: Any) -> dict[str, Any]:
-    """``{"chunks": [...], label: [accuracy or None, ...], **extra}`` over the
-    union of the rows' lengths."""
+    """``{"chunks": [...], label: [accuracy or None, ...], "memory": {label:
+    [split or None, ...]}, **extra}`` over the union of the rows' lengths."""
     measured = {label: accuracy_by_length(d) for label, d in rows.items()}
+    memory = {label: memory_by_length(d) for label, d in rows.items()}
     chunks = sorted({n for acc in measured.values() for n in acc})
     return {
         **extra,
         "chunks": chunks,
         **{label: [acc.get(n) for n in chunks] for label, acc in measured.items()},
+        MEMORY: {label: [m.get(n) for n in chunks] for label, m in memory.items()},
     }
 
 
@@ -68,7 +86,37 @@ def table_markdown(table: dict[str, Any], chance: float | None = None) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if chance is not None:
         lines.append(f"\nChance: {chance:.2f}. Columns: chunks per document.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + memory_markdown(table)) + "\n"
+
+
+def memory_markdown(table: dict[str, Any]) -> list[str]:
+    """One line per row and length of the split ([] if nothing was traced)."""
+    split = table.get(MEMORY) or {}
+    cells = [
+        (label, n, m)
+        for label, per_length in split.items()
+        for n, m in zip(table["chunks"], per_length, strict=True)
+        if m is not None
+    ]
+    if not cells:
+        return []
+    num = lambda v: "-" if v is None else f"{v:.0f}"  # noqa: E731
+    return [
+        "",
+        "Memory, % of the traced samples: the evidence was **read**, "
+        "**caught** by a memory turn, **kept** to the final turn, **answered** "
+        "right; each wrong answer is one of the three failure kinds "
+        "(docs/trace.md).",
+        "",
+        "| row | chunks | traced | " + " | ".join(COLUMNS.values()) + " |",
+        "|---|---:|---:|" + "---:|" * len(COLUMNS),
+        *(
+            f"| {label} | {n} | {m['traced']} | "
+            + " | ".join(num(m.get(k)) for k in COLUMNS)
+            + " |"
+            for label, n, m in cells
+        ),
+    ]
 
 
 def plot_length_table(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.data.files import atomic_write
-from memagent_workflow.eval import report_tasks
+from memagent_workflow.eval import diagnostics, report_tasks
 from memagent_workflow.eval.anchors import (  # noqa: F401 (re-exported)
     ANCHOR_ROWS,
     NOT_IN_REFERENCES,
@@ -121,6 +121,7 @@ def results_markdown(summary: dict[str, Any], title: str | None = None) -> str:
     label = meta.get("label") or "this run"
     lines += report_tasks.baseline_markdown(summary)
     lines += report_tasks.ruler_markdown(summary, label)
+    lines += diagnostics.markdown(summary["lengths"] + summary.get("ruler", []))
     return "\n".join(lines) + "\n"
 
 

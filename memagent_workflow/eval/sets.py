@@ -44,8 +44,8 @@ def eval_file(data_root: str | os.PathLike, n: int) -> Path:
 
 
 def _num_docs(raw: dict, row: dict) -> None:
-    """Add ``num_docs`` (the file's own count, else the ``Document k:`` headers)
-    and ``set`` (e.g. ``RULER-HQA-style`` for a built set; None if unmarked)."""
+    """Add ``num_docs`` (the file's own count, else the ``Document k:`` headers),
+    ``evidence`` where the file gives it (eval traces locate it) and ``set`` (e.g. ``RULER-HQA-style`` for a built set; None if unmarked)."""
     kind = raw.get("set")
     if kind is not None and not isinstance(kind, str):
         raise BadField("set", f"expected a string, got {show(kind)}")
@@ -56,6 +56,16 @@ def _num_docs(raw: dict, row: dict) -> None:
     elif isinstance(num_docs, bool) or not isinstance(num_docs, int) or num_docs < 0:
         raise BadField("num_docs", f"expected an int >= 0, got {show(num_docs)}")
     row["num_docs"] = num_docs
+    evidence = raw.get("evidence")  # optional: the texts that support the answer
+    if evidence is not None:
+        if not isinstance(evidence, list) or not all(
+            isinstance(e, str) and e.strip() for e in evidence
+        ):
+            raise BadField(
+                "evidence",
+                f"expected a list of non-empty strings, got {show(evidence)}",
+            )
+        row["evidence"] = evidence
 
 
 def iter_eval_file(path: str | os.PathLike) -> Iterator[dict]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.eval import results
+from memagent_workflow.eval import diagnostics, results
 from memagent_workflow.eval.benchmarks import (
     BENCHMARKS,
     SUMMARY_KEYS,
@@ -127,5 +127,8 @@ def summarize(
             cuts = [r.get("cut_tokens") or 0 for r in recs]
             row["mean_cut_tokens"] = sum(cuts) / len(cuts) if cuts else None
         row.update(t.benchmark.columns(recs))
+        row["memory"] = diagnostics.target_split(
+            t.results_file(output_dir), records, t.mode
+        )
         lists[t.benchmark.summary_key].append(row)
     return {"meta": {**meta, "denominators": results.DENOMINATORS}, **lists}

@@ -17,16 +17,22 @@ and ``attempt`` builds its record; the baselines (``baseline.py``) override
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 from areal.api import InferenceEngine
 from areal.utils import logging
 
 from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.schema import BadField, parse_id
+from memagent_workflow.episode import Document, Episode
 from memagent_workflow.eval.results import make_record
+from memagent_workflow.eval.trace import TraceRecorder, gold_terms, locate
+from memagent_workflow.rows import Turn
 from memagent_workflow.workflow import MemAgentWorkflow
 
 logger = logging.getLogger("MemAgentEval")
@@ -56,6 +62,7 @@ class EvalSample:
     fields: dict[str, Any] = field(default_factory=dict)  # make_record's, as read
     extra: dict[str, Any] = field(default_factory=dict)  # keys added to the record
     start: float = field(default_factory=time.perf_counter)
+    trace: TraceRecorder | None = None  # eval.trace: the memory turn by turn
 
     @classmethod
     def of(cls, data: Any) -> EvalSample:
@@ -77,13 +84,30 @@ class EvalSample:
         return time.perf_counter() - self.start
 
 
+@dataclass
+class TracedEpisode(Episode):
+    """An episode whose memory turns are also written to a trace."""
+
+    recorder: TraceRecorder | None = None
+
+
 class MemAgentEvalWorkflow(MemAgentWorkflow):
     """One episode per sample, scored as the original scores the answer
-    protocol; no chunk is ever cut."""
+    protocol; no chunk is ever cut. ``trace``: record the memory turn by turn
+    (``eval.trace``, ``trace.py``); ``on_turn(turn, memory tokens)`` is called
+    after each memory turn of a traced sample (``examples/ask.py``'s progress)."""
 
-    def __init__(self, *args: Any, **kwargs: Any):
+    def __init__(
+        self,
+        *args: Any,
+        trace: bool = False,
+        on_turn: Callable[[int, int], None] | None = None,
+        **kwargs: Any,
+    ):
         kwargs["group_size"] = 1
         super().__init__(*args, **kwargs)
+        self.trace = trace
+        self.on_turn = on_turn
 
     async def arun_episode(
         self, engine: InferenceEngine, data: dict[str, Any]
@@ -105,12 +129,45 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
         if why:
             sample.fields["n_chunks"] = -(-tokens // self.chunk_tokens)
             raise SampleRefused(why)
-        return doc
+        if self.trace:
+            sample.trace = await asyncio.to_thread(self.recorder, doc, data)
+        return doc, sample.trace
+
+    def decode(self, ids: np.ndarray) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def recorder(self, doc: Document, data: dict[str, Any]) -> TraceRecorder:
+        """A sample's empty trace, its evidence located in the chunks."""
+        terms = gold_terms(doc.answers, data.get("set"))
+        evidence = data.get("evidence") or []
+        return TraceRecorder(
+            decode=self.decode,
+            question=doc.question,
+            terms=terms,
+            chunk_tokens=self.chunk_tokens,
+            context_tokens=doc.context_tokens,
+            n_chunks=len(doc.chunks),
+            evidence_chunks=locate(self.decode, doc.chunks, evidence or terms),
+            evidence_source="evidence" if evidence else "answer",
+            initial_memory=self.decode(self.initial_memory),
+            on_turn=self.on_turn,
+        )
 
     async def answer(self, engine: InferenceEngine, work: Any) -> tuple[str, int]:
         """One attempt: the final answer's text and the tokens generated."""
-        ep = await self.run_episode(engine, work, keep_turns=False)
+        doc, recorder = work
+        ep = TracedEpisode(recorder=recorder)
+        ep = await self.run_episode(engine, doc, keep_turns=False, ep=ep)
         return ep.answer, ep.output_tokens
+
+    def next_memory(self, turn: Turn, ep: Episode) -> np.ndarray:
+        """The base workflow's, written to the trace of a traced episode."""
+        memory = super().next_memory(turn, ep)
+        recorder = getattr(ep, "recorder", None)
+        if recorder is not None:
+            wiped = self.decode(self.initial_memory) if self.wipe_memory else None
+            recorder.add(memory, carried=wiped)
+        return memory
 
     async def attempt(
         self, engine: InferenceEngine, sample: EvalSample, work: Any
@@ -125,6 +182,8 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
             return self.record(
                 sample, None, latency_s=sample.elapsed(), error=f"{FAILED}{error}"
             )
+        if sample.trace is not None:
+            sample.extra["trace"] = sample.trace.as_dict()
         return self.record(
             sample, prediction, output_tokens=output_tokens, latency_s=sample.elapsed()
         )

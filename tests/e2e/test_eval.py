@@ -16,6 +16,7 @@ import pytest
 
 from memagent_workflow.data.synthetic import make_synthetic
 from memagent_workflow.eval import report, results
+from tests.browser import chromium, trace_page_problems
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -496,3 +497,40 @@ def test_summary_matches_the_jsonl(killed_then_resumed, tiny_model_dir):
     assert row12["sub_em"] >= 100 / 16 and row12["f1"] >= 80 / 16
     assert row12["sub_em"] != row12["em"] != row12["f1"]
     assert (out / "results.md").is_file() and (out / "accuracy.png").is_file()
+
+
+# ------------------------------------------------------------ memory traces
+
+
+def test_every_scored_sample_has_its_trace_turn_by_turn(killed_then_resumed):
+    from memagent_workflow.eval import trace
+
+    out, ids = killed_then_resumed["out"], killed_then_resumed["ids"]
+    summary = json.loads((out / "summary.json").read_text())
+    for row in summary["lengths"]:
+        n = row["length"]
+        recs = results.read_records(out / f"length_{n}.jsonl")
+        traces = trace.read_traces(out / f"length_{n}.jsonl")
+        ran = {k for k in recs if not (n == 12 and k == (ids[12][0], 0))}
+        assert ran <= set(traces)  # the preseeded record was never run: no trace
+        for key in ran:
+            t, rec = traces[key], recs[key]
+            assert len(t["turns"]) == rec["n_chunks"] == t["n_chunks"]
+            assert [x["chunk"] for x in t["turns"]] == list(range(rec["n_chunks"]))
+            assert t["turns"][-1]["end"] == rec["context_tokens"]
+            assert t["answered"] == (rec["sub_em"] == 1.0)
+        m = row["memory"]
+        assert m["traced"] == len(ran)
+        wrong = 100 - m["answered"]
+        split = m["never_caught"] + m["caught_then_lost"] + m["held_but_wrong"]
+        assert split == pytest.approx(wrong)
+    assert "## Memory: where the answer was caught" in (out / "results.md").read_text()
+
+
+@pytest.mark.skipif(
+    chromium() is None and not os.environ.get("MEMAGENT_REQUIRE_BROWSER"),
+    reason="chromium missing (.ci/run installs it and requires this test)",
+)
+def test_the_trace_page_renders_in_a_browser(killed_then_resumed, tmp_path):
+    page = killed_then_resumed["out"] / "trace.html"
+    assert trace_page_problems(page, tmp_path / "profile") == []

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from memagent_workflow.data.synthetic import make_synthetic
-from memagent_workflow.eval import results
+from memagent_workflow.eval import results, trace
 from tests.e2e.launch_runs import EVAL_LAUNCH, Launched
 
 LENGTH = 12  # documents per sample
@@ -25,6 +25,8 @@ LENGTH = 12  # documents per sample
 # stand-in's log there.
 RESULT_FILES = {
     f"length_{LENGTH}.jsonl",
+    f"length_{LENGTH}.trace.jsonl",  # eval.trace: from the workers too
+    "trace.html",
     "summary.json",
     "results.md",
     "accuracy.png",
@@ -83,11 +85,24 @@ def test_the_same_answers_and_scores(runs):
             assert got[key] == want[key], (sid, key)
 
 
+def test_the_workers_traces_landed_complete_and_the_same(runs):
+    plain, controller = (
+        trace.read_traces(r.out / "results" / f"length_{LENGTH}.jsonl") for r in runs
+    )
+    assert plain.keys() == records(runs[0]).keys()  # a trace per scored sample
+    for key, want in plain.items():
+        # one turn per chunk, each with the memory it wrote (or null: unchanged)
+        assert len(want["turns"]) == want["n_chunks"] > 1, key
+        assert want["turns"][0]["memory"] is not None and want["evidence_chunks"]
+        assert controller[key] == want, key  # greedy: the same memory, turn by turn
+
+
 def test_the_same_summary(runs):
     plain, controller = (
         json.loads((r.out / "results" / "summary.json").read_text()) for r in runs
     )
     timing = {"wall_s", "tokens_per_s"}  # the only fields that may differ
+    assert plain["lengths"][0]["memory"]["traced"] == 4  # the split, from traces
     for want, got in zip(plain["lengths"], controller["lengths"], strict=True):
         assert {k: v for k, v in want.items() if k not in timing} == {
             k: v for k, v in got.items() if k not in timing

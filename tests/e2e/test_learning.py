@@ -10,7 +10,8 @@ SPMD mode, side by side, on the same warm-started needle model. Held-out accurac
 is measured by the server on questions never trained on, so it only rises if the
 trained weights reach the server. The main run ends with the job's own length
 eval (``standin.length_eval``: ``examples/eval.py`` on the last checkpoint, the
-warm start and the memory-wiped control) at 1 and 16 chunks.
+warm start and the memory-wiped control) at 1 and 16 chunks; its checkpoint then
+answers docs/trace.md's ask command (64 chunks) as written.
 
 Seeds and margins (measured on this 2-core machine, this test's settings, seed 0,
 4:16): held-out 0.14 0.34 0.89 0.97 1.00 0.98 (every 5 steps: the last three's
@@ -33,13 +34,16 @@ chunk; held-out 0.47), if the advantage's sign is flipped, if only the final
 turn is trained, or if the server keeps serving the initial weights (closing notes of issues 10 and 18).
 """
 
+import glob
 import json
+import re
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from bench.learning import CHANCE, NO_LENGTH_EVAL, SHUFFLED, config_value, train_run
+from tests.e2e.ask_command import REPO, checkpoint_glob, page_sample, run_ask
 
 SEED = 0
 STEPS = 30
@@ -85,7 +89,7 @@ def runs(needle_model_dir, tmp_path_factory):
     table = json.loads(
         next((out / "main" / "areal").rglob("length_table.json")).read_text()
     )
-    return results, table
+    return results, table, out / "main" / "areal"
 
 
 def held_out(steps: list[dict]) -> list[float]:
@@ -130,3 +134,26 @@ def test_the_warm_start_and_the_memory_wiped_control_stay_near_chance(runs):
     table = runs[1]
     for row in ("warm_start", "memory_wiped"):
         assert all(0 <= a < NOT_LEARNED for a in table[row]), (row, table)
+
+
+def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
+    runs, tmp_path
+):
+    # docs/trace.md's $CKPT: the main job's last HF checkpoint (its step there:
+    # config_cpu.yaml's 40 steps; this run's: STEPS), found by the docs' pattern.
+    docs_step = f"globalstep{config_value('total_train_steps') - 1}"
+    pattern = checkpoint_glob().replace("outputs/cpu/areal", str(runs[2]))
+    assert pattern.endswith(docs_step)
+    (ckpt,) = glob.glob(pattern.replace(docs_step, f"globalstep{STEPS - 1}"))
+    done = run_ask(ckpt, tmp_path)
+    assert "64/64" in done.stderr and "memory_tokens=3" in done.stderr  # the bar
+    assert "final memory (64 turns): \\boxed{ red }\n" in done.stdout
+    assert re.search(r"^gold: red -> right \(answered right\)$", done.stdout, re.M)
+    sample = page_sample(tmp_path / "page.html")
+    assert len(sample["turns"]) == 64 and sample["terms"] == ["red"]
+    # located by the gold answer: every sentence (one a chunk) that says "red";
+    # the needle "code of eve is red ." is the 6th, and there the code was caught
+    lines = (REPO / "docs" / "needle_64.txt").read_text().splitlines()
+    assert sample["evidence_chunks"] == [i for i, s in enumerate(lines) if " red " in s]
+    assert lines[5] == "code of eve is red ." and sample["turns"][5]["evidence"]
+    assert sample["caught_turn"] == 5 and sample["kept"] and sample["answered"]

@@ -54,3 +54,10 @@ def test_the_stand_in_and_the_benchmarks_carry_their_own_needs(folder):
 
 def test_uv_run_installs_those_groups():
     assert {"dev", "standin", "bench"} <= set(PYPROJECT["tool"]["uv"]["default-groups"])
+
+
+def test_what_the_tests_import_is_declared():
+    # e.g. websocket-client, tests/browser.py's DevTools client
+    groups = PYPROJECT["dependency-groups"]
+    declared = set().union(*(names(groups[g]) for g in ("dev", "standin", "bench")))
+    assert imported_distributions("tests") - PRODUCT - declared == set()

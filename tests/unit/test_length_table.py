@@ -10,11 +10,21 @@ from standin.config import StandinConfig
 from standin.cpu_job import synthetic_eval_set
 
 
-def summary(folder, accuracy: dict[int, float | None]):
+def summary(folder, accuracy: dict[int, float | None], memory: dict | None = None):
+    """An eval summary; ``memory``: the split of every length (eval.trace)."""
     folder.mkdir(parents=True)
     rows = [{"length": n, "sub_em": a} for n, a in accuracy.items()]
+    for row in rows if memory else ():
+        row["memory"] = memory
     (folder / "summary.json").write_text(json.dumps({"lengths": rows}))
     return folder
+
+
+# 8 traced samples: 7 caught and kept, 6 of them answered right, 1 caught then
+# lost, 1 held but answered wrong (diagnostics.split's keys and order)
+SPLIT = {"traced": 8, "read": 100.0, "caught": 100.0, "kept": 87.5,
+         "answered": 75.0, "never_caught": 0.0, "caught_then_lost": 12.5,
+         "held_but_wrong": 12.5, "right_unheld": 0.0}  # fmt: skip
 
 
 def test_rows_are_aligned_on_the_union_of_lengths(tmp_path):
@@ -27,11 +37,30 @@ def test_rows_are_aligned_on_the_union_of_lengths(tmp_path):
         "chunks": [1, 4, 16],
         "trained": [1.0, None, 0.875],
         "wiped": [0.25, None, 0.21875],
+        "memory": {"trained": [None] * 3, "wiped": [None] * 3},  # no traces
     }
     assert json.loads((tmp_path / "out" / "length_table.json").read_text()) == table
     md = (tmp_path / "out" / "length_table.md").read_text()
     assert "| trained | 1.00 | - | 0.88 |" in md
+    assert "caught" not in md  # no split without traces
     assert (tmp_path / "out" / "length_table.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_split_per_row_and_length_from_the_runs_traces(tmp_path):
+    a = summary(tmp_path / "a", {1: 100.0, 16: 75.0}, SPLIT)
+    untraced = {**dict.fromkeys(SPLIT), "traced": 0}
+    b = summary(tmp_path / "b", {16: 25.0}, untraced)  # eval.trace=false
+    table = write_length_table(tmp_path / "out", {"trained": a, "wiped": b})
+    assert table["trained"] == [1.0, 0.75]  # the split is not a row of the plot
+    assert table["memory"] == {"trained": [SPLIT, SPLIT], "wiped": [None, None]}
+    saved = json.loads((tmp_path / "out" / "length_table.json").read_text())
+    assert saved["memory"] == table["memory"]
+    md = (tmp_path / "out" / "length_table.md").read_text()
+    head = next(line for line in md.splitlines() if line.startswith("| row | chunks"))
+    assert head.split(" | ")[2:6] == ["traced", "read", "caught", "kept"]
+    assert "wrong: caught then lost" in head and "wrong: never caught" in head
+    assert "| trained | 16 | 8 | 100 | 100 | 88 | 75 | 0 | 12 | 12 | 0 |" in md
+    assert "| wiped |" not in md.split("| row | chunks")[1]  # nothing traced
 
 
 def test_a_missing_summary_is_named(tmp_path):
