@@ -13,19 +13,21 @@ import pytest  # noqa: E402
 
 # Test files that take longest, started first: under the README's `-n auto` each
 # file runs whole on one worker (pyproject's addopts), so the last to start should
-# be short ones. The first file builds the warm-started needle model (minutes, on
-# one core) that the training files after it copy; the two after it run on the
-# tiny model meanwhile, so no worker waits for that build at the start.
+# be short ones. The first file builds the warm-started needle model (about 2.5
+# minutes of one core) that the training files copy; the NEEDLE_FREE files after
+# it run on the tiny model meanwhile, so that no worker sits waiting for the
+# build (measured: with two such files, two workers waited a minute for it).
 LONGEST_FIRST = (
     "test_learning.py",
-    "test_eval_ruler.py",
+    "test_eval_ruler.py",  # the tiny model's files, beside the build
     "test_eval.py",
-    "test_train_launch.py",
-    "test_recover.py",
     "test_eval_launch.py",
     "test_eval_paper.py",
+    "test_train_launch.py",  # the needle model's, once it is built
+    "test_recover.py",
     "test_train_lora.py",
 )
+NEEDLE_FREE = 4
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
