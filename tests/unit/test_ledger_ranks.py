@@ -38,45 +38,60 @@ def _hand_out(ledger: QuestionLedger) -> list[int]:
     return [row[INDEX_KEY] for row in next(iter(ledger))]
 
 
-def _rank(rank: int, out: str, port: int, drop: bool) -> None:
-    """One data-parallel rank: hand out a batch, train what the other rank
-    handed out (less one group of rank 0's if ``drop``), settle, report."""
+def _scenario(rank: int, out: str, drop: bool) -> None:
+    """Hand out a batch, train what the other rank handed out (less one group of
+    rank 0's if ``drop``), settle, report in ``out``."""
+    log = os.path.join(out, "questions.jsonl") if rank == 0 else None
+    fixed, plain = _ledger(rank, log), _ledger(rank, None)
+    handed = _hand_out(fixed)
+    assert _hand_out(plain) == handed
+    shards: list = [None] * WORLD
+    dist.all_gather_object(shards, handed)
+    trained = list(shards[1 - rank])  # the other rank's groups
+    if drop and rank == 1:
+        trained = trained[1:]  # rank 0's first group was rejected
+    passes = mark_trained_across_ranks(fixed, trained)
+    plain.mark_trained(trained)  # each rank on its own, as before the fix
+    report = {
+        "handed": handed,
+        "trained": trained,
+        "passes": passes,
+        "untrained": fixed.untrained(),
+        "resume_replays": fixed.state_dict()["outstanding"],
+        "plain_untrained": plain.untrained(),
+    }
+    Path(out, f"rank{rank}.json").write_text(json.dumps(report))
+
+
+def _rank(rank: int, outs: dict[str, str], port: int) -> None:
+    """One data-parallel rank, through each scenario (``outs``: folder per
+    ``drop`` setting) in one process group: one pair of processes for all."""
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=WORLD)
     try:
-        log = os.path.join(out, "questions.jsonl") if rank == 0 else None
-        fixed, plain = _ledger(rank, log), _ledger(rank, None)
-        handed = _hand_out(fixed)
-        assert _hand_out(plain) == handed
-        shards: list = [None] * WORLD
-        dist.all_gather_object(shards, handed)
-        trained = list(shards[1 - rank])  # the other rank's groups
-        if drop and rank == 1:
-            trained = trained[1:]  # rank 0's first group was rejected
-        passes = mark_trained_across_ranks(fixed, trained)
-        plain.mark_trained(trained)  # each rank on its own, as before the fix
-        report = {
-            "handed": handed,
-            "trained": trained,
-            "passes": passes,
-            "untrained": fixed.untrained(),
-            "resume_replays": fixed.state_dict()["outstanding"],
-            "plain_untrained": plain.untrained(),
-        }
-        Path(out, f"rank{rank}.json").write_text(json.dumps(report))
+        for drop, out in outs.items():
+            _scenario(rank, out, drop == "drop")
     finally:
         dist.destroy_process_group()
 
 
-def run_ranks(tmp_path: Path, drop: bool = False) -> list[dict]:
-    mp.spawn(_rank, args=(str(tmp_path), find_free_port(), drop), nprocs=WORLD)
-    return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+def reports(out: Path) -> list[dict]:
+    return [json.loads((out / f"rank{r}.json").read_text()) for r in range(WORLD)]
 
 
 @pytest.fixture(scope="module")
-def swapped(tmp_path_factory):
-    out = tmp_path_factory.mktemp("swapped")
-    return out, run_ranks(out)
+def scenarios(tmp_path_factory) -> dict[str, Path]:
+    """Both scenarios' folders: ``swap`` (every group trained by the other rank)
+    and ``drop`` (one of rank 0's groups rejected), run by one pair of ranks."""
+    outs = {name: tmp_path_factory.mktemp(name) for name in ("swap", "drop")}
+    args = ({k: str(v) for k, v in outs.items()}, find_free_port())
+    mp.spawn(_rank, args=args, nprocs=WORLD)
+    return outs
+
+
+@pytest.fixture(scope="module")
+def swapped(scenarios):
+    return scenarios["swap"], reports(scenarios["swap"])
 
 
 def test_every_question_trained_by_another_rank_is_settled_where_handed_out(swapped):
@@ -105,8 +120,8 @@ def test_the_log_of_rank_zero_holds_the_whole_step(swapped):
     assert line["questions"] == want and line["passes"] == [0, 0, 0, 0]
 
 
-def test_a_rejected_group_stays_with_the_rank_that_handed_it_out(tmp_path):
-    r0, r1 = run_ranks(tmp_path, drop=True)
+def test_a_rejected_group_stays_with_the_rank_that_handed_it_out(scenarios):
+    r0, r1 = reports(scenarios["drop"])
     assert r0["untrained"] == [[r0["handed"][0], 0]]
     assert r0["resume_replays"] == [[r0["handed"][0], 0]]
     assert r1["untrained"] == []
