@@ -136,6 +136,23 @@ def test_the_warm_start_and_the_memory_wiped_control_stay_near_chance(runs):
         assert all(0 <= a < NOT_LEARNED for a in table[row]), (row, table)
 
 
+def test_the_traces_split_every_miss_and_the_wiped_memory_keeps_nothing(runs):
+    """The length eval's traces (eval.trace): every wrong answer falls in one
+    failure kind, and the memory-wiped control writes the code at the needle's
+    turn (caught) but leaves the final turn nothing (kept 0): the accuracy it
+    loses is "caught then lost" (measured: caught 100, kept 0 at 1 and 16 chunks)."""
+    memory = runs[1]["memory"]
+    kinds = ("never_caught", "caught_then_lost", "held_but_wrong")
+    for row in ("trained", "warm_start", "memory_wiped"):
+        assert len(memory[row]) == len(LENGTHS), row
+        for split in memory[row]:
+            assert split["traced"] > 0 and split["read"] == 100, (row, split)
+            wrong = sum(split[k] for k in kinds)
+            assert wrong + split["answered"] == pytest.approx(100), (row, split)
+    for split in memory["memory_wiped"]:
+        assert split["kept"] == 0 and split["caught"] >= 50, split
+
+
 def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
     runs, tmp_path
 ):
