@@ -7,6 +7,7 @@ The algorithm, at the top, read in this order:
     chunking, context   the document cut into chunks; the one "a turn fits" rule
     prompts         the wording: built in (here, the one copy) or a user's file
     original_prompts    the original MemAgent's templates, fetched at a pinned commit
+    original_source     its source files: pinned checksums, the cache, the download
     prompt_tokens   a turn's prompt as token ids
     episode, rows, advantage    one episode's turns, their training rows, GRPO
     reward          the training rewards (a built-in name or an import string)

@@ -32,11 +32,8 @@ from pathlib import Path
 
 import yaml
 
-from memagent_workflow.original_prompts import (
-    OriginalPromptsError,
-    original_templates,
-    parse_spec,
-)
+from memagent_workflow.original_prompts import original_templates, parse_spec
+from memagent_workflow.original_source import OriginalPromptsError
 from memagent_workflow.prompt_tokens import (
     PromptTemplate,
     text_template,
