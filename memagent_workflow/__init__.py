@@ -3,6 +3,7 @@
 The algorithm, at the top, read in this order:
     workflow        the episode loop: chunk by chunk, memory overwritten, the answer
     config          the ``memagent:`` section on AReaL's GRPOConfig
+    config_loader   how the entry scripts parse a config (a stand-in's refused)
     actor_config    the ``actor:`` section plus the original's KL loss keys
     chunking, context   the document cut into chunks; the one "a turn fits" rule
     prompts         the wording: built in (here, the one copy) or a user's file
