@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ first
     sys.path.insert(0, str(ROOT))
 
-from memagent_workflow.config import top_key  # noqa: E402
+from memagent_workflow.config_loader import top_key  # noqa: E402
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
 from memagent_workflow.preflight.step import step_estimate  # noqa: E402
 

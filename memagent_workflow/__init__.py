@@ -3,10 +3,13 @@
 The algorithm, at the top, read in this order:
     workflow        the episode loop: chunk by chunk, memory overwritten, the answer
     config          the ``memagent:`` section on AReaL's GRPOConfig
+    config_loader   how the entry scripts parse a config (a stand-in's refused)
     actor_config    the ``actor:`` section plus the original's KL loss keys
     chunking, context   the document cut into chunks; the one "a turn fits" rule
-    prompts         the wording: built in (here, the one copy) or a user's file
+    prompts         the wording: built in or a user's file, its slots checked
+    prompt_wording  the built-in wording (the one copy)
     original_prompts    the original MemAgent's templates, fetched at a pinned commit
+    original_source     its source files: pinned checksums, the cache, the download
     prompt_tokens   a turn's prompt as token ids
     episode, rows, advantage    one episode's turns, their training rows, GRPO
     reward          the training rewards (a built-in name or an import string)

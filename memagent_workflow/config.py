@@ -1,25 +1,19 @@
 """Configuration: the ``memagent:`` section on top of AReaL's GRPOConfig.
 
-Over 300 lines because every knob carries its help text and its check, in one
-place (the ``memagent:`` section and the loader of the entry scripts).
+Every knob carries its help text and its check here, in one place. How the
+entry scripts parse a config file is ``config_loader.py``'s.
 """
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import asdict, dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
 
 from memagent_workflow.actor_config import MemAgentActorConfig
 from memagent_workflow.prompts import load_prompts
 from memagent_workflow.reward import reward_function
-
-C = TypeVar("C")
-# The section only a CPU stand-in config has (standin/config.py adds it); the
-# product's entry scripts refuse such a config, naming the stand-in's command.
-STANDIN_SECTION = "standin"
 
 
 @dataclass
@@ -262,38 +256,6 @@ def workflow_kwargs(
     )
     kwargs.update(overrides)
     return kwargs
-
-
-def parse_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
-    """``--config`` and its overrides parsed by ``config_cls`` (AReaL's
-    ``load_expr_config``).
-
-    A CPU stand-in config has a ``standin:`` section, which the product's
-    classes lack: it stops here with one line naming the command that runs it,
-    ``python -m standin_entry`` with the same arguments.
-    """
-    from areal.api.cli_args import load_expr_config
-
-    try:
-        config, _ = load_expr_config(argv, config_cls)
-    except KeyError as exc:  # OmegaConf's ConfigKeyError: a key the class lacks
-        if top_key(exc) != STANDIN_SECTION:
-            raise
-        args = " ".join(shlex.quote(a) for a in argv)
-        pairs = zip(argv, argv[1:], strict=False)
-        name = next((v for k, v in pairs if k == "--config"), "this config")
-        raise SystemExit(
-            f"{name} is a CPU stand-in config (its {STANDIN_SECTION}: section is "
-            f"not {config_cls.__name__}'s): run it with "
-            f"`uv run python -m {standin_entry} {args}`"
-        ) from None
-    return config
-
-
-def top_key(exc: Exception) -> str:
-    """The top-level config key an OmegaConf key error (its ``full_key``) is
-    about; '' if none."""
-    return str(getattr(exc, "full_key", "") or "").split(".", 1)[0]
 
 
 def warmup_proportion(warmup_steps: int, total_steps: int) -> float:

@@ -1,9 +1,10 @@
-"""The two MemAgent prompts' wording: built in here, or a user's prompts file.
+"""The two MemAgent prompts' wording: built in (``prompt_wording.py``), or a
+user's prompts file.
 
 The texts are ``str.format`` templates: the memory-update prompt has the slots
 ``{question}``, ``{memory}`` and ``{chunk}``, the final-answer prompt
 ``{question}`` and ``{memory}`` (literal braces are written ``{{ }}``). The
-built-in wording below is the only copy; ``memagent.prompts`` names a YAML or
+built-in wording is the only copy; ``memagent.prompts`` names a YAML or
 JSON file that replaces it, with exactly the keys ``memory_update`` and
 ``final_answer``. Everything that can be wrong with such a file is refused with
 the file and template named: unknown keys or slots, missing slots, a slot the
@@ -32,66 +33,18 @@ from pathlib import Path
 
 import yaml
 
-from memagent_workflow.original_prompts import (
-    OriginalPromptsError,
-    original_templates,
-    parse_spec,
-)
+from memagent_workflow.original_prompts import original_templates, parse_spec
+from memagent_workflow.original_source import OriginalPromptsError
 from memagent_workflow.prompt_tokens import (
     PromptTemplate,
     text_template,
     token_template,
 )
-
-MEMORY_UPDATE_PROMPT = """\
-You are reading a long document one section at a time and can keep only a \
-short memory between sections. Below are a question, your memory of the \
-sections read so far, and the next section. Write the new memory: keep every \
-fact from the old memory and from the section that may help answer the \
-question, and drop the rest. Write only the new memory.
-
-<question>
-{question}
-</question>
-
-<memory>
-{memory}
-</memory>
-
-<section>
-{chunk}
-</section>
-
-New memory:"""
-
-# How a prompt asks for the answer, per memagent.answer_protocol: in
-# ``\boxed{}``, or after "the answer is" (case-sensitive, as the original reads
-# it). In template form (braces doubled); the eval baselines ask the same way.
-ANSWER_ASKS = {
-    "boxed": "You may reason briefly first; put the final answer, and nothing "
-    "else, inside \\boxed{{}}, e.g. \\boxed{{Paris}}.",
-    "answer_is": "You may reason briefly first; end your response with "
-    '"Therefore, the answer is (your answer)".',
-}
-
-_FINAL_OPENING = (
-    "You have read a long document section by section and kept notes in a "
-    "memory. Answer the question using only this memory. "
+from memagent_workflow.prompt_wording import (
+    FINAL_ANSWER_PROMPT,
+    FINAL_PROMPTS,
+    MEMORY_UPDATE_PROMPT,
 )
-_FINAL_SLOTS = """
-
-<question>
-{question}
-</question>
-
-<memory>
-{memory}
-</memory>
-
-Answer:"""
-
-FINAL_PROMPTS = {p: _FINAL_OPENING + a + _FINAL_SLOTS for p, a in ANSWER_ASKS.items()}
-FINAL_ANSWER_PROMPT = FINAL_PROMPTS["boxed"]
 
 SLOTS = {
     "memory_update": ("question", "memory", "chunk"),

@@ -6,6 +6,8 @@ trainer and FSDP actor run on a laptop or in CI. Nothing here is imported by a
 GPU run; it is not part of the ``memagent_workflow`` wheel.
 
 - ``server``, ``engine``, ``model``, ``protocol``: the HTTP server and its generation core
+- ``app``: the server's aiohttp application, SGLang's routes over the engine
+- ``batching``: the engine's prefill and decode steps (continuous batching)
 - ``replies``, ``weight_routes``, ``weight_log``: reply shapes, the weight-update
   endpoints and their record; ``xccl``: distributed weight updates over gloo
 - ``launch``: start and stop the server as a subprocess

@@ -1,11 +1,12 @@
 """Generation core of the CPU stand-in server (see ``local_server``).
 
 A single worker thread owns a Hugging Face causal LM and runs continuous
-batching: each new request is prefilled alone (which samples its first
-token), then joins a left-padded batch whose KV cache is shared; every decode
-step advances all running requests by one token. Control commands (pause,
-weight reload) run in the same thread between steps, so the model is never
-used concurrently. Test/CPU use only; this is not a production engine.
+batching (its model steps: ``batching``): each new request is prefilled alone
+(which samples its first token), then joins a left-padded batch whose KV cache
+is shared; every decode step advances all running requests by one token.
+Control commands (pause, weight reload) run in the same thread between steps,
+so the model is never used concurrently. Test/CPU use only; this is not a
+production engine.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoTokenizer, DynamicCache
+from transformers import AutoTokenizer
 
+from standin.batching import ContinuousBatching
 from standin.lora import LoraAdapters
 from standin.model import KVBatch, load_model
-from standin.protocol import GenRequest, sample_token
+from standin.protocol import GenRequest
 from standin.weight_log import WeightLog
 from standin.xccl import load_tensors
 
@@ -37,7 +39,7 @@ ABORT_QUEUED = "Abort in waiting queue"
 logger = logging.getLogger("StandinEngine")
 
 
-class StandinEngine:
+class StandinEngine(ContinuousBatching):
     """Worker-thread generation engine with continuous batching."""
 
     def __init__(
@@ -259,73 +261,3 @@ class StandinEngine:
         for r in queued:
             r.finish({"type": "abort", "message": ABORT_QUEUED})
         return n + len(queued)
-
-    def _prefill(self, req: GenRequest) -> None:
-        if req.cancelled:
-            return
-        if req.params.max_new_tokens == 0 and req.logprob_start_len < 0:
-            req.finish({"type": "length", "length": 0})
-            return
-        ids = torch.tensor([req.input_ids], dtype=torch.long)
-        cache = DynamicCache()
-        want_input_lp = req.return_logprob and req.logprob_start_len >= 0
-        out = self._forward(
-            [req],
-            input_ids=ids,
-            past_key_values=cache,
-            use_cache=True,
-            logits_to_keep=0 if want_input_lp else 1,
-        )
-        logits = out.logits[0].float()
-        if want_input_lp:
-            req.set_input_logprobs(torch.log_softmax(logits[:-1], dim=-1))
-        if req.params.max_new_tokens == 0:
-            req.finish({"type": "length", "length": 0})
-            return
-        if self._emit(req, logits[-1]):
-            self._batch.add(req, cache)
-
-    def _forward(self, rows: list[GenRequest], **kwargs: Any) -> Any:
-        """The served model on ``rows``, each through its LoRA adapter if any."""
-        if self.lora is None:
-            return self.model(**kwargs)
-        return self.lora.forward(rows, **kwargs)
-
-    def _emit(self, req: GenRequest, logits: torch.Tensor) -> bool:
-        """Sample one token for ``req``; finish it if done. True if still running."""
-        gen = req.generator or self.generator
-        tok, lp = sample_token(logits, req.params, gen, req.output_counts())
-        req.append(tok, lp)
-        reason = req.check_finished(self.eos_ids, self.context_length, self.tokenizer)
-        if reason is not None:
-            req.finish(reason)
-            return False
-        return True
-
-    def _decode_step(self) -> None:
-        b = self._batch
-        assert b.mask is not None
-        keep_mask = torch.ones(len(b.rows), 1, dtype=torch.long)
-        b.mask = torch.cat([b.mask, keep_mask], dim=1)
-        last = torch.tensor([[r.output_ids[-1]] for r in b.rows], dtype=torch.long)
-        pos = torch.tensor([[b.length - 1 - p] for p in b.pad], dtype=torch.long)
-        out = self._forward(
-            b.rows,
-            input_ids=last,
-            attention_mask=b.mask,
-            position_ids=pos,
-            past_key_values=b.cache,
-            use_cache=True,
-        )
-        logits = out.logits[:, -1].float()
-        keep = []
-        for i, r in enumerate(b.rows):
-            if r.cancelled:
-                continue
-            try:
-                if self._emit(r, logits[i]):
-                    keep.append(i)
-            except Exception as e:
-                logger.error(f"Request {r.rid} failed: {e!r}")
-                r.fail(e)
-        b.keep(keep)

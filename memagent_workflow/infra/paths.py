@@ -36,7 +36,7 @@ from areal.utils import logging
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
-from memagent_workflow.config import parse_config
+from memagent_workflow.config_loader import parse_config
 from memagent_workflow.original_prompts import is_spelling, resolve_dir
 
 C = TypeVar("C")

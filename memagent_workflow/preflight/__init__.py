@@ -5,8 +5,8 @@ is its command line; docs/gpu.md, "Before the first GPU hour", its manual.
 One module per family of checks: ``packages``, ``hardware``, ``memory``,
 ``budgets`` (time), ``filesystems``, ``cluster`` (Ray), ``data`` (and prompts);
 ``run`` holds the planned run, ``probes`` what it asks this machine (fakeable),
-``model`` the model's shape, ``lora`` what an adapter adds and needs,
-``verdict`` the table.
+``model`` the model's shape, ``memory_estimate`` the actor's and SGLang's bytes
+per GPU, ``lora`` what an adapter adds and needs, ``verdict`` the table.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from memagent_workflow.preflight import (
     memory,
     packages,
 )
+from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
 from memagent_workflow.preflight.run import Options, Run
 from memagent_workflow.preflight.verdict import Check, Verdict, blocking, render
 
@@ -32,10 +33,10 @@ def _free_memory_need(run: Run) -> int | None:
     if shape is None or not run.gpu_run:
         return None
     gpu = run.gpu_memory_bytes[0]
-    need = memory.sglang_memory(run, shape, gpu).pool if run.layout.rollout_gpus else 0
+    need = sglang_memory(run, shape, gpu).pool if run.layout.rollout_gpus else 0
     if not run.is_eval and run.layout.actor_gpus:
         dp = max(1, run.layout.actor_gpus)
-        est = memory.actor_memory(shape, run.config, dp, run.actor_offloads)
+        est = actor_memory(shape, run.config, dp, run.actor_offloads)
         need = max(need, est.state, est.ref, est.load_peak)
     return need or None
 

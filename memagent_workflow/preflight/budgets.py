@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memagent_workflow.preflight.memory import sglang_memory
+from memagent_workflow.preflight.memory_estimate import sglang_memory
 from memagent_workflow.preflight.model import weights_local
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from memagent_workflow.preflight.memory import DTYPE_BYTES
+from memagent_workflow.preflight.memory_estimate import DTYPE_BYTES
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight.budgets import turn_seconds, turns_per_episode
-from memagent_workflow.preflight.memory import turn_tokens
+from memagent_workflow.preflight.memory_estimate import turn_tokens
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 
 if TYPE_CHECKING:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from memagent_workflow import original_prompts as op
+from memagent_workflow import original_source as osrc
 from memagent_workflow.prompts import PromptFileError, load_prompts
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,9 +82,9 @@ def eval_source(ask: str) -> str:
 
 
 SOURCES = {
-    op.TRAIN_FILE: TRAIN_SOURCE,
-    op.EVAL_BOXED_FILE: eval_source(BOXED),
-    op.EVAL_ANSWER_IS_FILE: eval_source(ANSWER_IS),
+    osrc.TRAIN_FILE: TRAIN_SOURCE,
+    osrc.EVAL_BOXED_FILE: eval_source(BOXED),
+    osrc.EVAL_ANSWER_IS_FILE: eval_source(ANSWER_IS),
 }
 
 # The same templates in prompts files, by hand: {prompt} is {question}, `|`
@@ -133,7 +134,7 @@ def offline(monkeypatch, tmp_path):
     def refuse(url, timeout=None):
         raise urllib.error.URLError("network disabled in tests")
 
-    monkeypatch.setattr(op, "urlopen", refuse)
+    monkeypatch.setattr(osrc, "urlopen", refuse)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
 
 
@@ -149,7 +150,7 @@ def source_dir(tmp_path, monkeypatch) -> Path:
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(text)
     monkeypatch.setattr(
-        op, "SHA256", {op.COMMIT: {p: sha(t) for p, t in SOURCES.items()}}
+        osrc, "SHA256", {osrc.COMMIT: {p: sha(t) for p, t in SOURCES.items()}}
     )
     return root
 
@@ -283,10 +284,10 @@ def test_a_final_template_asking_another_answer_form_is_refused(source_dir):
 
 
 def test_a_file_other_than_the_pinned_one_is_refused(source_dir, monkeypatch):
-    monkeypatch.setattr(op, "SHA256", {op.COMMIT: {op.TRAIN_FILE: "0" * 64}})
+    monkeypatch.setattr(osrc, "SHA256", {osrc.COMMIT: {osrc.TRAIN_FILE: "0" * 64}})
     with pytest.raises(PromptFileError, match="not the pinned") as exc:
         load_prompts(f"original:{source_dir}")
-    assert op.source_url(op.TRAIN_FILE) in str(exc.value)
+    assert osrc.source_url(osrc.TRAIN_FILE) in str(exc.value)
 
 
 def test_an_unpinned_commit_is_read_unchecked(source_dir, tmp_path):
@@ -301,9 +302,11 @@ def test_offline_the_message_names_the_url_and_how_to_give_the_file():
     with pytest.raises(PromptFileError) as exc:
         load_prompts("original")
     msg = str(exc.value)
-    url = f"https://raw.githubusercontent.com/{op.REPO}/{op.COMMIT}/{op.TRAIN_FILE}"
+    url = (
+        f"https://raw.githubusercontent.com/{osrc.REPO}/{osrc.COMMIT}/{osrc.TRAIN_FILE}"
+    )
     assert url in msg and "network disabled" in msg
-    assert str(op.cache_dir() / "original" / op.COMMIT / op.TRAIN_FILE) in msg
+    assert str(osrc.cache_dir() / "original" / osrc.COMMIT / osrc.TRAIN_FILE) in msg
     assert "memagent.prompts=original-train:DIR" in msg
 
 
@@ -312,21 +315,21 @@ def test_a_download_is_checked_and_cached(monkeypatch, source_dir):
 
     def serve(url, timeout=None):
         fetched.append(url)
-        path = url.split(f"/{op.COMMIT}/", 1)[1]
+        path = url.split(f"/{osrc.COMMIT}/", 1)[1]
         return io.BytesIO(SOURCES[path].encode())
 
-    monkeypatch.setattr(op, "urlopen", serve)
+    monkeypatch.setattr(osrc, "urlopen", serve)
     first = load_prompts("original-eval-boxed", "boxed")
-    assert fetched == [op.source_url(op.EVAL_BOXED_FILE)]
-    cached = op.cache_dir() / "original" / op.COMMIT / op.EVAL_BOXED_FILE
-    assert cached.read_text() == SOURCES[op.EVAL_BOXED_FILE]
+    assert fetched == [osrc.source_url(osrc.EVAL_BOXED_FILE)]
+    cached = osrc.cache_dir() / "original" / osrc.COMMIT / osrc.EVAL_BOXED_FILE
+    assert cached.read_text() == SOURCES[osrc.EVAL_BOXED_FILE]
     assert load_prompts("original-eval-boxed", "boxed") == first  # no new fetch
     assert len(fetched) == 1
     # A download that is not the pinned file is refused and not cached.
-    monkeypatch.setattr(op, "SHA256", {op.COMMIT: {op.TRAIN_FILE: "1" * 64}})
+    monkeypatch.setattr(osrc, "SHA256", {osrc.COMMIT: {osrc.TRAIN_FILE: "1" * 64}})
     with pytest.raises(PromptFileError, match="not the pinned.*give the file: fetch"):
         load_prompts("original")
-    assert not (op.cache_dir() / "original" / op.COMMIT / op.TRAIN_FILE).exists()
+    assert not (osrc.cache_dir() / "original" / osrc.COMMIT / osrc.TRAIN_FILE).exists()
 
 
 # ------------------------------------------------------------ eval.preset=paper

@@ -15,7 +15,8 @@ import pytest
 import torch
 
 from memagent_workflow.preflight import Verdict, lora
-from memagent_workflow.preflight.memory import actor_memory, check_actor, sglang_memory
+from memagent_workflow.preflight.memory import check_actor
+from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.step import forward_passes
 from tests.unit.preflight_fakes import (

@@ -7,12 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memagent_workflow.preflight import Verdict
-from memagent_workflow.preflight.memory import (
-    actor_memory,
-    check_actor,
-    check_sglang,
-    sglang_memory,
-)
+from memagent_workflow.preflight.memory import check_actor, check_sglang
+from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
 from memagent_workflow.preflight.model import ModelShape, find_model_config
 from tests.unit.preflight_fakes import (
     GIB,

@@ -17,12 +17,8 @@ import torch
 from examples import preflight
 from memagent_workflow.preflight import Run, Verdict, run_checks
 from memagent_workflow.preflight.hardware import check_gpu_count
-from memagent_workflow.preflight.memory import (
-    actor_memory,
-    check_actor,
-    check_sglang,
-    sglang_memory,
-)
+from memagent_workflow.preflight.memory import check_actor, check_sglang
+from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.step import step_estimate
 from tests.unit.preflight_fakes import (

@@ -11,8 +11,8 @@ import pytest
 
 from memagent_workflow.config import workflow_kwargs
 from memagent_workflow.context import TurnTooLong
+from memagent_workflow.prompt_wording import FINAL_PROMPTS
 from memagent_workflow.prompts import (
-    FINAL_PROMPTS,
     PromptFileError,
     PromptTexts,
     builtin_prompts,
