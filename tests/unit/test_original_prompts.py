@@ -1,5 +1,7 @@
 """``memagent.prompts=original``: the original MemAgent's templates read from its
-source files, never from the network here.
+source files, never from the network here: each variant extracted, the tokens it
+builds, the pins, the cache and the offline message. The key's spellings and the
+eval config's handling of it are checked in test_original_prompts_key.py.
 
 The sources below are synthetic: this project's own words in the shape of the
 original's files (the same constant names and Python structure; the training
@@ -19,11 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from memagent_workflow import original_prompts as op
 from memagent_workflow import original_source as osrc
 from memagent_workflow.prompts import PromptFileError, load_prompts
-
-ROOT = Path(__file__).resolve().parents[2]
 
 _MEMORY = '''TEMPLATE = """Read the question, your notes so far and the next part of the text. Rewrite the notes so they keep whatever could answer the question.
 
@@ -192,30 +191,6 @@ def test_braces_training_shows_them_doubled_eval_single(source_dir):
     assert boxed.final_answer.format(**shown).endswith("Final answer:\n")
 
 
-def test_pasted_and_formatted_conversions_differ_only_in_braces():
-    where = "synthetic"
-    value = "A {prompt} \\boxed{{}} and {memory}, {chunk}\n"
-    assert (
-        op.as_format_template(value, True, where)
-        == "A {question} \\boxed{{{{}}}} and {memory}, {chunk}\n"
-    )
-    assert (
-        op.as_format_template(value, False, where)
-        == "A {question} \\boxed{{}} and {memory}, {chunk}\n"
-    )
-    with pytest.raises(op.OriginalPromptsError, match="unknown slot"):
-        op.as_format_template("{prompt} {context}", False, where)
-
-
-def test_constants_are_read_without_running_the_source():
-    src = 'import sys\nsys.exit(1)\nA = "one"\nA = "two"\nB: str = "b"\n'
-    assert op.string_constants(src, ("A", "B"), "x") == {"A": "two", "B": "b"}
-    with pytest.raises(op.OriginalPromptsError, match="no module-level"):
-        op.string_constants("def f():\n    A = 'x'\n", ("A",), "x")
-    with pytest.raises(op.OriginalPromptsError, match="not a string literal"):
-        op.string_constants("A = 'x' + 'y'\n", ("A",), "x")
-
-
 # ------------------------------------------------------------ token for token
 
 
@@ -240,36 +215,6 @@ def test_original_key_builds_the_tokens_of_the_file_written_by_hand(
 
 
 # ------------------------------------------------------------ spellings, choice
-
-
-def test_spellings():
-    c = "ab" * 20
-    assert op.parse_spec("original") == op.OriginalSpec()
-    assert op.parse_spec(f"original-eval-boxed@{c}:/x:y") == op.OriginalSpec(
-        "eval-boxed", c, "/x:y"
-    )
-    assert op.parse_spec("original.yaml") is None
-    assert op.parse_spec("prompts/needle.yaml") is None and op.parse_spec(None) is None
-    with pytest.raises(op.OriginalPromptsError, match="neither a file nor"):
-        op.parse_spec("original-eval")
-    with pytest.raises(PromptFileError, match="neither a file nor"):
-        load_prompts("original@abc123")
-
-
-def test_a_file_named_like_the_key_is_a_file(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    by_hand(tmp_path, "train").rename(tmp_path / "original-mine.yaml")
-    assert load_prompts("original-mine.yaml").source == "original-mine.yaml"
-
-
-def test_eval_resolves_a_bare_original_by_answer_protocol():
-    c = "cd" * 20
-    assert op.eval_spec("original", "boxed") == "original-eval-boxed"
-    assert op.eval_spec("original", "answer_is") == "original-eval-answer_is"
-    assert op.eval_spec(f"original@{c}:/d", "boxed") == f"original-eval-boxed@{c}:/d"
-    assert op.eval_spec("original-train", "boxed") == "original-train"  # explicit
-    assert op.eval_spec("my.yaml", "boxed") == "my.yaml"
-    assert op.eval_spec(None, "boxed") is None
 
 
 def test_a_final_template_asking_another_answer_form_is_refused(source_dir):
@@ -330,40 +275,3 @@ def test_a_download_is_checked_and_cached(monkeypatch, source_dir):
     with pytest.raises(PromptFileError, match="not the pinned.*give the file: fetch"):
         load_prompts("original")
     assert not (osrc.cache_dir() / "original" / osrc.COMMIT / osrc.TRAIN_FILE).exists()
-
-
-# ------------------------------------------------------------ eval.preset=paper
-
-
-def load_eval(tmp_path, *overrides):
-    from examples.eval import load_config
-
-    args = ["--config", str(ROOT / "config_eval.yaml"), f"cluster.fileroot={tmp_path}"]
-    return load_config(args + list(overrides))
-
-
-def test_the_paper_preset_uses_the_originals_eval_templates(tmp_path):
-    def variant(cfg):
-        return op.parse_spec(cfg.memagent.prompts).variant
-
-    assert variant(load_eval(tmp_path, "eval.preset=paper")) == "eval-answer_is"
-    mine = load_eval(tmp_path, "eval.preset=paper", "memagent.prompts=mine.yaml")
-    assert mine.memagent.prompts.endswith("mine.yaml")  # the user's choice wins
-    assert op.parse_spec(mine.memagent.prompts) is None
-    plain = load_eval(tmp_path, "memagent.prompts=original")
-    assert variant(plain) == "eval-boxed"  # a bare 'original' in an eval
-    assert load_eval(tmp_path).memagent.prompts is None  # no preset: built-in
-
-
-def test_the_config_loader_keeps_the_key_and_makes_its_folder_absolute(tmp_path):
-    from memagent_workflow.infra.paths import resolve_paths
-
-    cfg = load_eval(tmp_path)
-    for value, want in [
-        ("original", "original"),
-        ("original-eval-boxed", "original-eval-boxed"),
-        ("original:src", f"original:{tmp_path / 'src'}"),
-        ("original-mine.yaml", str(tmp_path / "original-mine.yaml")),  # a file
-    ]:
-        cfg.memagent.prompts = value
-        assert resolve_paths(cfg, tmp_path).memagent.prompts == want

@@ -1,6 +1,8 @@
-"""Data preparation: loading, validation, atomic writes, synthetic data, CLI.
+"""Data preparation: converting each input layout, atomic writes, synthetic
+data, CLI arguments.
 
-Offline and fast: hub access is replaced by monkeypatched functions.
+Offline and fast. The refusals of bad input are in test_prepare_data_errors.py,
+the hub download in test_prepare_data_hub.py.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from examples import prepare_data
-from memagent_workflow.data import files, hub, synthetic
-from memagent_workflow.data.files import DataError, read_records
+from memagent_workflow.data import files, synthetic
+from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import check_rows
 from memagent_workflow.data.training import training_rows
 
@@ -121,134 +123,6 @@ def test_limit_keeps_the_first_rows(tmp_path, capsys):
     ]
 
 
-# --------------------------------------------------------------------- errors
-
-BAD_ROWS = [
-    ({"question": "Q?", "answers": ["a"]}, "'context'", "missing"),
-    (
-        {"question": "Q?", "context": 3, "answers": ["a"]},
-        "'context'",
-        "expected a string",
-    ),
-    (
-        {"question": "  ", "context": CONTEXT, "answers": ["a"]},
-        "'question'",
-        "expected a non-empty string",
-    ),
-    ({"context": CONTEXT, "answers": ["a"]}, "'prompt[0].content'", "missing"),
-    ({"question": "Q?", "context": CONTEXT}, "'reward_model.ground_truth'", "missing"),
-    (
-        {"question": "Q?", "context": CONTEXT, "answers": []},
-        "'answers'",
-        "non-empty list",
-    ),
-    (
-        {"question": "Q?", "context": CONTEXT, "answers": [1]},
-        "'answers'",
-        "non-empty list",
-    ),
-    (
-        {**memagent_row(0), "reward_model": {"ground_truth": []}},
-        "'reward_model.ground_truth'",
-        "expected a non-empty list of non-empty strings, got []",
-    ),
-    ({**memagent_row(0), "prompt": [{"content": ""}]}, "'prompt[0].content'", "empty"),
-]
-
-
-@pytest.mark.parametrize(("bad", "field", "problem"), BAD_ROWS)
-def test_bad_jsonl_row_names_file_line_and_field(tmp_path, bad, field, problem):
-    src = write_jsonl(tmp_path / "train.jsonl", [good(0), good(1), bad])
-    with pytest.raises(DataError) as err:
-        convert_file(src)
-    message = str(err.value)
-    assert message.startswith(f"{src}: 1 bad row(s); nothing was written")
-    assert f"\n  {src}: line 3" in message and ": field " in message
-    assert field in message and problem in message
-
-
-def test_blank_jsonl_lines_are_skipped_but_counted(tmp_path):
-    src = tmp_path / "train.jsonl"
-    src.write_text(json.dumps(good(0)) + "\n\n" + json.dumps({"question": "Q"}) + "\n")
-    with pytest.raises(DataError, match=r"train\.jsonl: line 3: field 'context'"):
-        convert_file(src)
-
-
-def test_bad_json_line_reports_the_decoder_message(tmp_path):
-    src = tmp_path / "train.jsonl"
-    src.write_text(json.dumps(good(0)) + "\n{not json\n")
-    with pytest.raises(DataError) as err:
-        convert_file(src)
-    assert f"{src}: line 2: field '(row)': invalid JSON: Expecting property name" in (
-        str(err.value)
-    )
-
-
-def test_non_object_json_line_is_rejected(tmp_path):
-    src = write_jsonl(tmp_path / "train.jsonl", [["a", "list"]])
-    with pytest.raises(
-        DataError, match=r"line 1: field '\(row\)': expected an object, got list"
-    ):
-        convert_file(src)
-
-
-def test_duplicate_ids_name_both_rows(tmp_path):
-    src = write_parquet(
-        tmp_path / "t.parquet", [memagent_row(4), memagent_row(5), memagent_row(4)]
-    )
-    with pytest.raises(DataError) as err:
-        convert_file(src)
-    assert str(err.value) == (
-        f"{src}: 1 bad row(s); nothing was written:\n  {src}: row 2 (0-based) (id '4'): "
-        f"field 'id': duplicate '4' (first at {src}: row 0 (0-based))"
-    )
-
-
-def test_parquet_errors_use_zero_based_row_index(tmp_path):
-    src = write_parquet(
-        tmp_path / "t.parquet", [memagent_row(0), memagent_row(1, question="")]
-    )
-    with pytest.raises(
-        DataError,
-        match=r"t\.parquet: row 1 \(0-based\) \(id '1'\): field 'prompt\[0\]\.content': expected a non-empty string",
-    ):
-        convert_file(src)
-
-
-def test_index_only_eval_context_is_rejected(tmp_path):
-    src = tmp_path / "eval_25600.json"
-    src.write_text(json.dumps([{"input": "Q", "context": [1, 2], "answers": ["a"]}]))
-    with pytest.raises(
-        DataError,
-        match=r"item 0 \(0-based\): field 'context': is a list of document indices",
-    ):
-        convert_file(src)
-
-
-def test_plain_dict_rows_are_labelled_by_position():
-    with pytest.raises(DataError, match=r"\n  mem: row 1 \(0-based\): field 'context'"):
-        convert_rows([good(0), {"question": "Q", "answers": ["a"]}], "mem")
-
-
-@pytest.mark.parametrize(
-    ("name", "problem"),
-    [
-        ("missing.jsonl", "file not found"),
-        ("training.csv", "unsupported file type '.csv'"),
-    ],
-)
-def test_unreadable_inputs(tmp_path, name, problem):
-    with pytest.raises(DataError, match=problem):
-        list(read_records(tmp_path / name))
-
-
-def test_corrupt_parquet(tmp_path):
-    src = tmp_path / "t.parquet"
-    src.write_bytes(b"not a parquet file")
-    with pytest.raises(DataError, match="cannot read parquet"):
-        convert_file(src)
-
-
 # --------------------------------------------------------------- atomic write
 
 
@@ -332,102 +206,6 @@ def test_synthetic_rejects_too_few_documents(capsys):
             ["--synthetic", "1", "--num-docs", "1", "--output", "x.jsonl"]
         )
     assert exc.value.code == 2
-
-
-# --------------------------------------------------------------------- HF hub
-
-
-def test_hf_path_converts_the_downloaded_parquet(tmp_path, monkeypatch, capsys):
-    local = write_parquet(
-        tmp_path / "hotpotqa_dev.parquet", [memagent_row(0), memagent_row(1)]
-    )
-    calls = []
-
-    def fake_fetch(repo_id, split, revision):
-        calls.append((repo_id, split, revision))
-        return local
-
-    monkeypatch.setattr(hub, "download_split", fake_fetch)
-    out = tmp_path / "dev.jsonl"
-    code, err = run_cli(
-        capsys, "--hf-dataset", "org/hotpotqa", "--hf-split", "dev", "--output", out
-    )
-    assert code == 0, err
-    assert calls == [("org/hotpotqa", "dev", None)]
-    assert "--hf-split dev: using hotpotqa_dev.parquet of org/hotpotqa" in err
-    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == [
-        "0",
-        "1",
-    ]
-
-
-def test_hub_files_are_chosen_by_split_word():
-    names = [
-        "README.md",
-        "hotpotqa_train_32k.parquet",
-        "hotpotqa_dev.parquet",
-        "eval_200.json",
-        "x/dev_notes.txt",
-    ]
-    assert hub.split_files(names, "train") == ["hotpotqa_train_32k.parquet"]
-    assert hub.split_files(names, "dev") == ["hotpotqa_dev.parquet"]
-    assert hub.split_files(names, "eval_200") == ["eval_200.json"]
-    assert hub.split_files(["device.json", "hotpotqa_devset.json"], "dev") == []
-
-
-def test_a_split_must_pick_exactly_one_file():
-    names = ["hotpotqa_train_32k.parquet", "hotpotqa_dev.parquet"]
-    assert hub.split_file(names, "train") == "hotpotqa_train_32k.parquet"
-    with pytest.raises(
-        hub.HubError, match="2 files match the split 'train'.*--hf-file"
-    ):
-        hub.split_file([*names, "hotpotqa_train_full.json"], "train")
-
-
-def test_fetch_hub_files_downloads_the_matching_files(tmp_path, monkeypatch):
-    import huggingface_hub
-
-    downloads = []
-
-    def fake_download(repo_id, filename, repo_type, revision, local_dir):
-        downloads.append((repo_id, filename, repo_type))
-        return str(tmp_path / filename)
-
-    monkeypatch.setattr(
-        huggingface_hub.HfApi,
-        "list_repo_files",
-        lambda self, repo_id, repo_type, revision: [
-            "hotpotqa_dev.parquet",
-            "hotpotqa_train_32k.parquet",
-        ],
-    )
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    assert hub.download_split("org/hq", "train") == (
-        tmp_path / "hotpotqa_train_32k.parquet"
-    )
-    assert downloads == [("org/hq", "hotpotqa_train_32k.parquet", "dataset")]
-    with pytest.raises(
-        hub.HubError,
-        match="no .parquet/.jsonl/.json file whose name contains 'test'",
-    ):
-        hub.download_split("org/hq", "test")
-
-
-def test_network_failure_gives_a_clear_message_and_exit_1(
-    tmp_path, monkeypatch, capsys
-):
-    import huggingface_hub
-
-    def offline(self, repo_id, repo_type, revision):
-        raise ConnectionError("Name or service not known")
-
-    monkeypatch.setattr(huggingface_hub.HfApi, "list_repo_files", offline)
-    out = tmp_path / "train.jsonl"
-    code, err = run_cli(capsys, "--hf-dataset", "org/hq", "--output", out)
-    assert code == 1 and "Traceback" not in err
-    assert "could not download the file list of dataset 'org/hq'" in err
-    assert "ConnectionError: Name or service not known" in err
-    assert list(tmp_path.iterdir()) == []
 
 
 # ------------------------------------------------------------------------ CLI

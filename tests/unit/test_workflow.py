@@ -1,7 +1,7 @@
 """MemAgentWorkflow against a scripted engine: rows, masks, memory, advantages.
 
 Exact prompts turn by turn: test_episode.py; exact rows and metrics of a group:
-test_group.py.
+test_group.py; the item's truncation, refusals and index: test_workflow_items.py.
 """
 
 import asyncio
@@ -11,8 +11,6 @@ import torch
 from areal.infra.workflow_executor import check_trajectory_format
 from areal.utils import stats_tracker
 
-from memagent_workflow.data.files import DataError
-from memagent_workflow.workflow import parse_item
 from tests.builders import CHUNK_TOKENS as CHUNK
 from tests.builders import GROUP_SIZE as GROUP
 from tests.builders import make_workflow
@@ -173,19 +171,6 @@ def test_failed_episodes_are_dropped_and_an_all_failed_group_is_rejected(
     )
 
 
-def test_max_chunks_truncates_the_middle_and_is_counted(tokenizer):
-    stats_tracker.get("rollout").export(reset=True)
-    traj = run(
-        make_workflow(tokenizer, max_chunks=2, group_size=2),
-        FakeEngine(tokenizer, answers({0})),
-    )
-    assert traj["input_ids"].shape[0] == 2 * 3
-    stats = stats_tracker.get("rollout").export(reset=True)
-    n = len(tokenizer.encode(CONTEXT, add_special_tokens=False))
-    assert stats["rollout/memagent/truncated_context_tokens"] == n - 2 * CHUNK
-    assert stats["rollout/memagent/n_chunks"] == 2
-
-
 def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
     stats_tracker.get("rollout").export(reset=True)
     run(make_workflow(tokenizer), FakeEngine(tokenizer, answers({0})))
@@ -196,43 +181,6 @@ def test_stats_are_logged_under_the_rollout_scope(tokenizer, n_chunks):
     assert stats["rollout/memagent/n_chunks"] == n_chunks
     assert stats["rollout/memagent/memory_hit_limit"] == 0.0
     # every metric's exact value: tests/unit/test_group.py
-
-
-@pytest.mark.parametrize(
-    "field, value",
-    [("question", ""), ("context", 3), ("answers", []), ("answers", [1])],
-)
-def test_bad_items_name_the_item_and_field(tokenizer, field, value):
-    with pytest.raises(DataError, match=f"q1.*'{field}'"):
-        parse_item(dict(ITEM, **{field: value}))
-
-
-@pytest.mark.parametrize("field, value", [("question", ""), ("answers", [""])])
-def test_a_malformed_item_rejects_its_group_and_is_counted(tokenizer, field, value):
-    engine = FakeEngine(tokenizer, answers(set()))
-    wf = make_workflow(tokenizer)
-    stats_tracker.get("rollout").export(reset=True)
-    assert run(wf, engine, dict(ITEM, **{field: value})) is None
-    stats = stats_tracker.get("rollout").export(reset=True)
-    assert stats["rollout/memagent/item_rejected"] == 1.0
-    assert engine.requests == []  # nothing was generated for it
-
-
-def test_a_prompt_that_cannot_fit_is_refused_not_shortened(tokenizer):
-    with pytest.raises(ValueError, match="gconfig.max_tokens=60"):  # at construction
-        make_workflow(tokenizer, max_tokens=60)
-    # Room for the template with an empty question, not for this long question:
-    overhead = make_workflow(tokenizer).prompts.memory_template(tokenizer, "").overhead
-    fits = overhead + 16 + CHUNK + 16 + FakeEngine.final_budget
-    wf = make_workflow(tokenizer, max_tokens=fits, group_size=1)
-    item = dict(ITEM, question="Which river flows north? " * 40)
-    with pytest.raises(ValueError, match="reaches gconfig.max_tokens"):
-        asyncio.run(
-            wf.run_episode(
-                FakeEngine(tokenizer, answers(set())),
-                asyncio.run(wf.read_document(item)),
-            )
-        )
 
 
 def test_a_failing_call_is_made_again_and_counted(tokenizer, n_chunks):
@@ -259,19 +207,6 @@ def test_a_call_failing_for_engine_retry_s_fails_its_episode_in_bounded_time(
     stats = stats_tracker.get("rollout").export(reset=True)
     assert stats["rollout/memagent/episodes_failed"] == GROUP  # the rejected group
     assert stats["rollout/memagent/calls_retried"] >= GROUP
-
-
-def test_rows_name_their_question_when_the_item_has_an_index(tokenizer):
-    traj = run(
-        make_workflow(tokenizer, group_size=2),
-        FakeEngine(tokenizer, answers({0})),
-        dict(ITEM, question_index=7),
-    )
-    assert traj["question_index"].tolist() == [7] * traj["input_ids"].shape[0]
-    plain = run(
-        make_workflow(tokenizer, group_size=2), FakeEngine(tokenizer, answers({0}))
-    )
-    assert "question_index" not in plain
 
 
 @pytest.mark.parametrize("reward, expected", [("original", 0.0), ("squad", 1.0)])
