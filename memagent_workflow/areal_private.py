@@ -1,4 +1,4 @@
-"""The AReaL 1.0.4 internals the project cannot do without, each with why: the one list.
+"""The AReaL internals the project cannot do without, each with why: the one list.
 
 This file is the cost of an AReaL upgrade. Everything else the project uses of
 AReaL is public (subclasses of its trainer, actor, controllers, recover
@@ -6,9 +6,11 @@ handler and engines, and its stats logger wrapped, used through their public
 methods). What is below is private, or public code whose inner order an
 override relies on; each entry is pinned by the sha256 of its source (stripped
 lines), and ``tests/unit/test_areal_private.py`` fails on the first one an
-upgrade changes.
+upgrade changes. Digests are of AReaL LOCKED (1.0.4); an entry whose code
+differs in a later release carries a ``Revised`` digest for it, with what
+changed and why the project's use still holds (docs/areal-versions.md).
 When a pin fails: re-read the AReaL code named, bring the project's code (the
-``users``) in line with it, then update the digest here.
+``users``) in line with it, then update the digest here (or add a ``Revised``).
 """
 
 from __future__ import annotations
@@ -18,17 +20,36 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
+LOCKED = "1.0.4"  # the AReaL of uv.lock, which CI tests
+
+
+@dataclass(frozen=True)
+class Revised:
+    """An entry's code in another AReaL release, read and found still to hold."""
+
+    areal: str  # the release (areal.__version__)
+    sha256: str
+    change: str  # what changed there, and why the project's use still holds
+
 
 @dataclass(frozen=True)
 class Private:
     name: str  # module:qualified name
     users: tuple[str, ...]  # module:class of the project that overrides or relies on it
     why: str
-    sha256: str
+    sha256: str  # in AReaL LOCKED
     overridden: bool = True  # False: relied on as it is
+    revised: tuple[Revised, ...] = ()  # releases after LOCKED where the code changed
 
     def code(self):
         return load(self.name)
+
+    def pinned(self, areal_version: str) -> str:
+        """The digest reviewed for ``areal_version`` (LOCKED's where not revised)."""
+        for r in self.revised:
+            if r.areal == areal_version:
+                return r.sha256
+        return self.sha256
 
 
 TRAINER = "areal.trainer.rl_trainer:PPOTrainer"
@@ -88,6 +109,15 @@ PRIVATE = (
         "(create, initialize with the ft_spec, perf tracer, offload)",
         "8bd23d69093c02dfb736e916452fcfbdd2213f2c6a74e38c33cdd6ba27e3b3b8",
         overridden=False,
+        revised=(
+            Revised(
+                "2.0.0",
+                "2ec55d20a89b5b9f02e670c0c74f1f8b111f0aa1a4ad4d7c3f378f301432ce12",
+                "only the weight-update meta of AReaL's v2 controllers changed (LoRA by "
+                "disk, else awex); the attributes the overrides read and the handler "
+                "and stats logger replaced after it are built as in 1.0.4",
+            ),
+        ),
     ),
     Private(
         f"{TRAINER}._export_and_commit_stats",
@@ -124,6 +154,14 @@ PRIVATE = (
         "loss to that loss_fn and logs kl_loss in that scope",
         "a2a91bf5c636052bab95e8903a39583c99c13bfa4963c1c64d192372b49c5bc2",
         overridden=False,
+        revised=(
+            Revised(
+                "2.0.0",
+                "a697d75e50ca4f0219ce74d34928cad29040c6e507ad0320d09c4cb0ae75ede6",
+                "the GRPO loss also takes use_cispo_loss (off by default); it is still "
+                "passed to engine.train_batch, where MemAgentPPOActor adds the KL loss",
+            ),
+        ),
     ),
     Private(
         "areal.trainer.ppo.actor:PPOActor._compute_advantages",
@@ -133,6 +171,15 @@ PRIVATE = (
         "KL is -kl_ctl x estimate: 0 with kl_ctl 0, so only the KL loss acts",
         "43947af3eb763e636f1acfa4c3fc762a5991340cdc54c47577c67ef9bf985068",
         overridden=False,
+        revised=(
+            Revised(
+                "2.0.0",
+                "c75edd1cd81f1073db09531c25b4ddea50448a724ad91a6b8a42a77c36d66e30",
+                "reward and advantage normalisation take the real group sizes (the "
+                "batch's TrajBatchMeta); ref_logp and the reward KL are computed as "
+                "in 1.0.4",
+            ),
+        ),
     ),
     Private(
         "areal.infra.scheduler.local:LocalScheduler._allocate_ports",
@@ -267,6 +314,7 @@ def digest(fn) -> str:
     return hashlib.sha256("\n".join(x for x in lines if x).encode()).hexdigest()
 
 
-def changed() -> list[Private]:
-    """The entries whose AReaL code no longer matches its pin."""
-    return [p for p in PRIVATE if digest(p.code()) != p.sha256]
+def changed(areal_version: str) -> list[Private]:
+    """The entries whose code in the installed AReaL (``areal_version``) no
+    longer matches the digest reviewed for that release."""
+    return [p for p in PRIVATE if digest(p.code()) != p.pinned(areal_version)]

@@ -75,11 +75,22 @@ class MemAgentPPOTrainer(PPOTrainer):
 
     def __init__(self, config: PPOConfig, train_dataset: Any = None, **kwargs: Any):
         self.restored = restore_interrupted_dump(config.recover)
+        self.built = False
         try:
             self._init_trainer(config, train_dataset, **kwargs)
         except BaseException as exc:
             self._stop_workers_of_failed_start(exc)
             raise
+        self.built = True
+
+    def close(self) -> None:
+        """AReaL's teardown, once the trainer is built. AReaL 2.0.0 after its
+        tag also calls ``close()`` from a failing ``__init__``, where AReaL's
+        reads attributes not yet set (``saver``) and its ``AttributeError``
+        would replace the cause; ``_stop_workers_of_failed_start`` stops the
+        workers then."""
+        if self.built:
+            super().close()
 
     def _init_trainer(
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any

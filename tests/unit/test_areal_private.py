@@ -8,16 +8,34 @@ from __future__ import annotations
 import areal
 import pytest
 
-from memagent_workflow.areal_private import PRIVATE, SUBCLASSES, digest, load
+from memagent_workflow.areal_private import (
+    LOCKED,
+    PRIVATE,
+    SUBCLASSES,
+    digest,
+    load,
+)
 
 
 @pytest.mark.parametrize("entry", PRIVATE, ids=[p.name for p in PRIVATE])
 def test_what_the_project_relies_on_is_unchanged(entry):
-    assert digest(entry.code()) == entry.sha256, (
-        f"AReaL {areal.__version__}: {entry.name} changed. The project relies on "
-        f"it ({entry.why}); re-check {', '.join(entry.users)}, then update the "
-        "digest in memagent_workflow/areal_private.py."
+    assert digest(entry.code()) == entry.pinned(areal.__version__), (
+        f"AReaL {areal.__version__}: {entry.name} differs from the code reviewed "
+        f"for that release. The project relies on it ({entry.why}); re-check "
+        f"{', '.join(entry.users)}, then update the digest (or its Revised entry) "
+        "in memagent_workflow/areal_private.py."
     )
+
+
+def test_a_revised_digest_applies_to_its_release_only():
+    revised = [p for p in PRIVATE if p.revised]
+    assert revised  # AReaL 2.0.0 changed three of them
+    for entry in revised:
+        for r in entry.revised:
+            assert r.areal != LOCKED and r.sha256 != entry.sha256 and r.change
+            assert entry.pinned(r.areal) == r.sha256
+        assert entry.pinned(LOCKED) == entry.sha256
+        assert entry.pinned("9.9.9") == entry.sha256  # unreviewed: 1.0.4's
 
 
 def areal_private_overrides(cls) -> set[str]:

@@ -40,3 +40,40 @@ def test_a_start_that_fails_before_any_worker_only_raises():
     config = SimpleNamespace(recover=RecoverConfig(mode="disabled"))
     with pytest.raises(ValueError, match="bad config"):
         FailsFirst(config)
+
+
+class ClosesOnFailure(MemAgentPPOTrainer):
+    """AReaL 2.0.0 after its tag: ``PPOTrainer.__init__`` calls ``self.close()``
+    when its start-up fails, then re-raises (areal/trainer/rl_trainer.py)."""
+
+    def _init_trainer(self, config, train_dataset, **kwargs):
+        self.scheduler = Scheduler()
+        try:
+            raise OSError("tokenizer not found at /no/such/model")
+        except Exception:
+            self.close()  # before the saver, stats logger and engines exist
+            raise
+
+
+def test_a_start_failing_where_areal_closes_the_trainer_keeps_its_cause():
+    config = SimpleNamespace(recover=RecoverConfig(mode="disabled"))
+    trainer = ClosesOnFailure.__new__(ClosesOnFailure)
+    # AReaL's close() would read trainer.saver: AttributeError instead of this
+    with pytest.raises(OSError, match="tokenizer not found"):
+        trainer.__init__(config)
+    assert trainer.scheduler.deleted == [None]
+
+
+def test_a_built_trainer_closes_through_areal(monkeypatch):
+    from areal.trainer.rl_trainer import PPOTrainer
+
+    closed = []
+    monkeypatch.setattr(PPOTrainer, "close", lambda self: closed.append(self))
+
+    class Built(MemAgentPPOTrainer):
+        def _init_trainer(self, config, train_dataset, **kwargs):
+            pass
+
+    trainer = Built(SimpleNamespace(recover=RecoverConfig(mode="disabled")))
+    trainer.close()
+    assert closed == [trainer]
