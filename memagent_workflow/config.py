@@ -225,10 +225,12 @@ class MemAgentGRPOConfig(GRPOConfig):
             )
         if self.actor.reward_norm is not None:
             raise ValueError(
-                "actor.reward_norm must be null for MemAgent: AReaL 1.0.4 normalises "
-                "fixed blocks of rows, which mixes episodes that have one row per "
-                "turn; the workflow already computes the GRPO advantage per episode "
-                "(see memagent.adv_std_norm)"
+                "actor.reward_norm must be null for MemAgent: AReaL normalises "
+                "over its own groups of rows (1.0.4: fixed blocks of rows, which mix "
+                "episodes that have one row per turn; 2.0.0: the groups "
+                "gconfig.n_samples forms, which MemAgent keeps at 1), while the "
+                "workflow already computes the GRPO advantage per episode (see "
+                "memagent.adv_std_norm)"
             )
 
 
