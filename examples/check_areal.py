@@ -70,7 +70,15 @@ def build_env(areal: str, env: Path) -> Path:
     run(["uv", "venv", "--allow-existing", "--python", "3.11", str(env)])
     run([*install, "-r", str(requirements)])
     run([*install, "--reinstall-package", "areal", spec])
+    run([*install, "-e", str(ROOT)])  # this project, as `uv sync` installs it
     return python
+
+
+def env_of(python: Path) -> dict[str, str]:
+    """The environment ``uv run`` gives a command: the venv first on PATH."""
+    venv = python.parent.parent
+    path = f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    return {**os.environ, "VIRTUAL_ENV": str(venv), "PATH": path}
 
 
 def areal_version(python: Path) -> str:
@@ -104,13 +112,13 @@ def run_tier(python: Path, name: str, out: Path, workers: str) -> dict:
         rc = subprocess.run(
             [str(python), *MAIN_JOB, f"cluster.fileroot={out / 'main'}",
              f"cluster.name_resolve.nfs_record_root={out / 'main' / 'name_resolve'}"],
-            cwd=ROOT,
+            cwd=ROOT, env=env_of(python),
         ).returncode  # fmt: skip
         found = {"passed": int(rc == 0), "failed": int(rc != 0), "skipped": 0}
     else:
         cmd = [str(python), "-m", "pytest", "-q", "-n", workers, "-p",
                "no:cacheprovider", "-rs", f"--junitxml={report}", *TIERS[name]]  # fmt: skip
-        rc = subprocess.run(cmd, cwd=ROOT).returncode
+        rc = subprocess.run(cmd, cwd=ROOT, env=env_of(python)).returncode
         found = counts(report)
         if rc != 0 and not found["failed"]:  # collection or start-up error
             found["failed"] = 1
