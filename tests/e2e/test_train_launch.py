@@ -25,7 +25,7 @@ from transformers import AutoModelForCausalLM
 
 from memagent_workflow.infra.terminal import CONSOLE_LOG
 from standin.train import load_config
-from tests.areal_release import AREAL_2, NO_CPU_RAY
+from tests.areal_release import CPU_RAY, NO_CPU_RAY
 from tests.e2e.launch_runs import (
     LAUNCHES,
     Launched,
@@ -47,7 +47,7 @@ EXTRA = {
     "ray_disk": ("seed=103", "valid_dataset=null"),
 }
 ONE_SEED = ("local_disk", "local_xccl")
-RUNS = sorted(set(EXTRA) - ({"ray_disk"} if AREAL_2 else set()))
+RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"ray_disk"}))
 
 
 @pytest.fixture(scope="module")

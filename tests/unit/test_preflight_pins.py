@@ -59,7 +59,7 @@ def test_transformers_imports_what_the_preflight_imports():
             assert f"from {module} import {', '.join(names)}" in source, module
 
 
-@NO_CPU_RAY  # 2.0.0 has no ray_placement_group (docs/areal-versions.md)
+@NO_CPU_RAY  # gone from AReaL main after the v2.0.0 tag (docs/areal-versions.md)
 def test_ray_bundles_carry_the_worker_spec_per_worker():
     from areal.infra.utils import ray_placement_group as rpg
 

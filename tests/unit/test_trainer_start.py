@@ -77,3 +77,19 @@ def test_a_built_trainer_closes_through_areal(monkeypatch):
     trainer = Built(SimpleNamespace(recover=RecoverConfig(mode="disabled")))
     trainer.close()
     assert closed == [trainer]
+
+
+def test_areals_own_failing_start_raises_its_cause(tmp_path):
+    """Through AReaL's real PPOTrainer.__init__: a tokenizer path that does not
+    exist fails there first (on AReaL main after the 2.0.0 tag, inside the
+    try block whose handler calls close())."""
+    from standin.train import load_config
+
+    missing = tmp_path / "no_such_model"
+    config = load_config(
+        ["--config", "config_cpu.yaml", "scheduler.type=null",
+         f"tokenizer_path={missing}", f"cluster.fileroot={tmp_path / 'areal'}",
+         f"cluster.name_resolve.nfs_record_root={tmp_path / 'name_resolve'}"]
+    )  # fmt: skip
+    with pytest.raises(OSError, match="no_such_model"):
+        MemAgentPPOTrainer(config)
