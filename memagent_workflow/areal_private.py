@@ -312,9 +312,3 @@ def digest(fn) -> str:
     """sha256 of ``fn``'s source, blank lines dropped and each line stripped."""
     lines = [line.strip() for line in inspect.getsource(fn).splitlines()]
     return hashlib.sha256("\n".join(x for x in lines if x).encode()).hexdigest()
-
-
-def changed(areal_version: str) -> list[Private]:
-    """The entries whose code in the installed AReaL (``areal_version``) no
-    longer matches the digest reviewed for that release."""
-    return [p for p in PRIVATE if digest(p.code()) != p.pinned(areal_version)]
