@@ -1,4 +1,4 @@
-"""examples/check_areal.py: its tier table counts what pytest reported, and bad
+"""tests/check_areal.py: its tier table counts what pytest reported, and bad
 arguments stop it before anything is built (docs/areal-versions.md)."""
 
 import subprocess
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from examples import check_areal
+from tests import check_areal
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,8 +1,8 @@
 """Run the suite's AReaL-dependent tiers against another AReaL, in an environment
 of its own, and print what passed.
 
-    uv run python examples/check_areal.py --areal ../AReaL          # a source tree
-    uv run python examples/check_areal.py --areal 1.0.4             # a registry release
+    uv run python tests/check_areal.py --areal ../AReaL          # a source tree
+    uv run python tests/check_areal.py --areal 1.0.4             # a registry release
 
 The environment (``outputs/areal-check/<name>/.venv``) holds the packages of
 ``uv.lock`` exactly, with the AReaL given in place of the locked one (installed
