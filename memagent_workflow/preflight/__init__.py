@@ -5,7 +5,8 @@ is its command line; docs/gpu.md, "Before the first GPU hour", its manual.
 One module per family of checks: ``packages``, ``hardware``, ``memory``,
 ``budgets`` (time), ``filesystems``, ``cluster`` (Ray), ``data`` (and prompts);
 ``run`` holds the planned run, ``probes`` what it asks this machine (fakeable),
-``model`` the model's shape, ``memory_estimate`` the actor's and SGLang's bytes
+``model`` the model's shape, ``engine`` the rollout engine (SGLang or vLLM),
+``memory_estimate`` the actor's and the rollout server's bytes
 per GPU, ``lora`` what an adapter adds and needs, ``verdict`` the table.
 """
 
@@ -20,7 +21,7 @@ from memagent_workflow.preflight import (
     memory,
     packages,
 )
-from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
+from memagent_workflow.preflight.memory_estimate import actor_memory, server_memory
 from memagent_workflow.preflight.run import Options, Run
 from memagent_workflow.preflight.verdict import Check, Verdict, blocking, render
 
@@ -33,7 +34,7 @@ def _free_memory_need(run: Run) -> int | None:
     if shape is None or not run.gpu_run:
         return None
     gpu = run.gpu_memory_bytes[0]
-    need = sglang_memory(run, shape, gpu).pool if run.layout.rollout_gpus else 0
+    need = server_memory(run, shape, gpu).pool if run.layout.rollout_gpus else 0
     if not run.is_eval and run.layout.actor_gpus:
         dp = max(1, run.layout.actor_gpus)
         est = actor_memory(shape, run.config, dp, run.actor_offloads)
@@ -50,7 +51,7 @@ def run_checks(run: Run) -> list[Check]:
     )
     data_checks.append(data.check_prompts(run))
     return [
-        packages.check_sglang(run),
+        packages.check_engine(run),
         packages.check_flash_attention(run),
         packages.check_torch_cuda(run),
         packages.check_nccl(run),
@@ -59,7 +60,7 @@ def run_checks(run: Run) -> list[Check]:
         hardware.check_capability(run),
         hardware.check_free_memory(run, _free_memory_need(run)),
         memory.check_actor(run),
-        memory.check_sglang(run),
+        memory.check_server(run),
         budgets.check_request_timeout(run),
         budgets.check_setup_timeout(run),
         filesystems.check_fileroot(run),

@@ -1,5 +1,5 @@
-"""Time budgets: one group's duration against ``rollout.request_timeout``, and an
-SGLang start against ``rollout.setup_timeout``.
+"""Time budgets: one group's duration against ``rollout.request_timeout``, and a
+rollout server's start (SGLang or vLLM) against ``rollout.setup_timeout``.
 
 Under ``scheduler.type=local|ray`` AReaL's rollout controller waits for a whole
 task with ``request_timeout`` (areal/infra/controller/rollout_controller.py,
@@ -7,14 +7,15 @@ task with ``request_timeout`` (areal/infra/controller/rollout_controller.py,
 at once, each turn after turn. Without a scheduler (SPMD), the timeout bounds
 one model call. A turn's duration is the user's (``--turn-seconds``) or
 estimated: its new tokens at a per-request decode rate, times how many turns
-wait for each one that runs in SGLang's KV cache (the memory check).
+wait for each one that runs in the server's KV cache (the memory check).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from memagent_workflow.preflight.memory_estimate import sglang_memory
+from memagent_workflow.preflight.engine import engine_of
+from memagent_workflow.preflight.memory_estimate import server_memory
 from memagent_workflow.preflight.model import weights_local
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 
 FAMILY = "time"
 CHARS_PER_TOKEN = 4  # English text, for the chunk count of the longest row
-SERVER_START_S = 120  # SGLang: load weights from local disk, capture CUDA graphs
 
 
 def _minutes(seconds: float) -> str:
@@ -57,7 +57,7 @@ def turn_seconds(run: Run) -> tuple[float | None, str]:
             base,
             f"{base:.0f} s/turn ({new} tokens at {opts.decode_tokens_per_s:g}/s)",
         )
-    est = sglang_memory(run, shape, run.gpu_memory_bytes[0])
+    est = server_memory(run, shape, run.gpu_memory_bytes[0])
     return base * est.queue_factor, (
         f"{base * est.queue_factor:.0f} s/turn ({new} tokens at "
         f"{opts.decode_tokens_per_s:g}/s x{est.queue_factor:.1f} queued)"
@@ -109,13 +109,16 @@ def check_request_timeout(run: Run) -> Check:
 
 def check_setup_timeout(run: Run) -> Check:
     name = "rollout.setup_timeout"
+    engine = engine_of(run)
     if not run.gpu_run or run.servers_running:
-        return not_applicable(FAMILY, name, "no SGLang server started by this run")
+        return not_applicable(
+            FAMILY, name, f"no {engine.label} server started by this run"
+        )
     timeout = run.config.rollout.setup_timeout
     path = run.config.actor.path
     shape = run.model[0]
-    start = SERVER_START_S
-    found = f"~{start} s to start SGLang"
+    start = engine.start_s  # weights from local disk, compilation, CUDA graphs
+    found = f"~{start} s to start {engine.label}"
     local = weights_local(path)
     if not local:
         if shape is None:

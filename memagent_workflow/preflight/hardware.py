@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.engine import engine_of
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ def check_capability(run: Run) -> Check:
     backend = getattr(run.config.sglang, "attention_backend", None)
     if not run.gpu_run or run.servers_running:
         return not_applicable(FAMILY, name, "no SGLang server started by this run")
+    if engine_of(run).name != "sglang":
+        return not_applicable(
+            FAMILY, name, "rollout.backend is vllm: vLLM picks its kernels per GPU"
+        )
     if not run.gpus:
         return not_applicable(FAMILY, name, "no GPU visible (see hardware: GPUs)")
     sms = sorted({g.capability for g in run.gpus})

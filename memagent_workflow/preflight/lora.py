@@ -1,5 +1,6 @@
 """LoRA (AReaL 1.0.4's ``actor.use_lora``): the adapter's size from the model's
-shape, what it adds to the FSDP actor and to SGLang, and the keys it needs.
+shape, what it adds to the FSDP actor and to the rollout server, and the keys it
+needs.
 
 FSDP actor (``areal/engine/fsdp_engine.py``): the model is loaded in
 ``actor.optimizer_dtype`` (float32 unless set) and peft wraps it with
@@ -20,12 +21,17 @@ SGLang 0.5.10: with LoRA on, ``LoRAMemoryPool`` allocates A and B buffers for
 ``max_loras_per_batch`` adapters (SGLang's default 8; AReaL's ``SGLangConfig``
 does not pass it) at ``max_lora_rank`` over the served target modules, in the
 serving dtype, before the KV pool is sized: the KV cache loses 8 adapters' worth.
+vLLM 0.19 does the same for ``vllm.max_loras`` adapters (AReaL's default 8) at
+``vllm.max_lora_rank`` (AReaL's default 16, below the recipes' rank 32: vLLM
+refuses a larger adapter). AReaL sends vLLM's LoRA updates through the disk
+(``/v1/load_lora_adapter``) or xccl alike, and unloads no old version.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.engine import SGLANG_LORA_SLOTS, engine_for
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.verdict import Check, fail
 
@@ -38,7 +44,7 @@ ALL_LINEAR = (
 )  # fmt: skip
 # SGLang shards these along their input (row-parallel), the rest along their output.
 ROW_PARALLEL = ("o_proj", "down_proj")
-SGLANG_SLOTS = 8  # SGLang's max_loras_per_batch default
+SGLANG_SLOTS = SGLANG_LORA_SLOTS
 
 
 def uses_lora(config) -> bool:
@@ -104,19 +110,20 @@ def stored_and_trained(shape: ModelShape, config) -> tuple[int, int]:
     return shape.params + adapter, adapter
 
 
-def sglang_adapter_bytes(shape: ModelShape, config, tp: int) -> int:
-    """Bytes per GPU of SGLang's LoRA buffers (0 without LoRA): ``SGLANG_SLOTS``
-    adapters at ``max_lora_rank`` (default: the actor's rank), in ``sglang.dtype``;
-    under TP a row-parallel layer splits its A, a column-parallel one its B."""
+def server_adapter_bytes(shape: ModelShape, config, tp: int) -> int:
+    """Bytes per GPU of the rollout server's LoRA buffers (0 without LoRA): its
+    adapter slots at its ``max_lora_rank`` (``Engine.lora_slots_rank``), in its
+    serving dtype; under TP a row-parallel layer splits its A, a column-parallel
+    one its B."""
     if not uses_lora(config):
         return 0
-    sg, actor = config.sglang, config.actor
-    rank = sg.max_lora_rank or actor.lora_rank
+    engine = engine_for(config)
+    slots, rank = engine.lora_slots_rank(config)
     per = 0
-    for name, i, o, n in _dims(shape, target_modules(actor)):
+    for name, i, o, n in _dims(shape, target_modules(config.actor)):
         i_, o_ = (i // tp, o) if name in ROW_PARALLEL else (i, o // tp)
         per += n * rank * (i_ + o_)
-    return SGLANG_SLOTS * per * (4 if sg.dtype == "float32" else 2)
+    return slots * per * (4 if engine.dtype(config) == "float32" else 2)
 
 
 def describe(shape: ModelShape, config) -> str:
@@ -154,11 +161,8 @@ def gaps(run: Run) -> list[str]:
     if ev is not None and ev.lora_name != name:
         found.append(
             f"eval_gconfig.lora_name={name} (AReaL loads only gconfig.lora_name's "
-            "adapter: validation would ask for one SGLang never loaded)"
-        )
-    if actor.weight_update_mode != "disk":
-        found.append(
-            "actor.weight_update_mode=disk (AReaL refuses xccl for LoRA with SGLang)"
+            f"adapter: validation would ask for one {engine_for(cfg).label} never "
+            "loaded)"
         )
     if run.scheduler is None:
         found.append(
@@ -168,6 +172,26 @@ def gaps(run: Run) -> list[str]:
         found.append(
             "actor.fsdp.memory_efficient_load=false (rank 0 loads the checkpoint's "
             "keys into the peft-wrapped model with strict=False: no base weight matches)"
+        )
+    return found + _engine_gaps(cfg)
+
+
+def _engine_gaps(cfg) -> list[str]:
+    """What the rollout engine needs to serve the adapter."""
+    actor, found = cfg.actor, []
+    if engine_for(cfg).name == "vllm":
+        vl = cfg.vllm
+        if not vl.enable_lora:
+            found.append("vllm.enable_lora=true (vLLM loads no adapter without it)")
+        if vl.max_lora_rank < actor.lora_rank:
+            found.append(
+                f"vllm.max_lora_rank >= actor.lora_rank ({actor.lora_rank}; vLLM "
+                f"refuses a larger adapter, AReaL's default is 16)"
+            )
+        return found
+    if actor.weight_update_mode != "disk":
+        found.append(
+            "actor.weight_update_mode=disk (AReaL refuses xccl for LoRA with SGLang)"
         )
     if (sg_rank := cfg.sglang.max_lora_rank) and sg_rank < actor.lora_rank:
         found.append(f"sglang.max_lora_rank >= actor.lora_rank ({actor.lora_rank})")

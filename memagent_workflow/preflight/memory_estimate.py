@@ -10,16 +10,20 @@ sharding, every rank loads the *whole* model in the storage dtype onto its GPU
 (unless ``actor.fsdp.memory_efficient_load``), while the actor's shards of the
 earlier engine are already resident: that is the load peak. LoRA: ``lora``.
 
-SGLang: the weights in ``sglang.dtype`` split over TP, and a static pool of
-``mem_fraction_static`` of the GPU for weights plus KV cache; the KV tokens left
-decide how many turns run at once.
+Rollout server (SGLang or vLLM, ``engine``): the weights in the serving dtype
+split over TP, and a share of the GPU (``sglang.mem_fraction_static`` or
+``vllm.gpu_memory_utilization``) for weights plus KV cache; the KV tokens left
+decide how many turns run at once. vLLM also takes its activations and CUDA
+graphs out of that share (not counted: its KV estimate here is a little high).
 
 Taking turns: with ``ref.offload`` and an actor that leaves its GPU between its
 passes (``actor.offload``, or colocated with the rollout), the reference model
-is on the GPU only while the actor is not, so it counts apart. Colocated, SGLang
-sizes its KV pool at start beside the actor's resident weights (the actor is
-built first), and both sides need ``enable_offload`` (torch_memory_saver),
-disk weight updates and ``sglang.enable_memory_saver``.
+is on the GPU only while the actor is not, so it counts apart. Colocated, the
+server starts beside the actor's resident weights (the actor is built first):
+SGLang takes them out of its pool, vLLM needs its whole share free beside them.
+Both sides need ``enable_offload`` (torch_memory_saver), disk weight updates and
+the engine's memory saver (``sglang.enable_memory_saver``,
+``vllm.enable_sleep_mode``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight import lora
 from memagent_workflow.preflight.data import turn_budgets_of
+from memagent_workflow.preflight.engine import SGLANG, Engine, engine_of
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 
@@ -110,16 +115,17 @@ def actor_memory(
 
 
 @dataclass(frozen=True)
-class SGLangMemory:
-    """One SGLang server (TP group) on GPUs of ``gpu_bytes``."""
+class ServerMemory:
+    """One rollout server (TP group) on GPUs of ``gpu_bytes``."""
 
     weights: int  # per GPU
-    pool: int  # mem_fraction_static x GPU
+    pool: int  # the engine's share of the GPU
     kv_tokens: int
     turn_tokens: int
     planned_turns: int  # concurrent turns per server the config plans
-    beside: int = 0  # a colocated actor's weights, resident when SGLang starts
-    adapters: int = 0  # LoRA buffers, allocated before the KV pool
+    beside: int = 0  # a colocated actor's weights, resident when the server starts
+    adapters: int = 0  # LoRA buffers, allocated before the KV cache
+    engine: Engine = SGLANG
 
     @property
     def turns_held(self) -> int:
@@ -138,7 +144,7 @@ def turn_tokens(run: Run) -> int:
 
 
 def planned_turns(run: Run) -> int:
-    """Turns in flight per SGLang server when the run is at full concurrency."""
+    """Turns in flight per rollout server when the run is at full concurrency."""
     config = run.config
     if run.is_eval:
         episodes = config.eval.concurrency
@@ -149,20 +155,23 @@ def planned_turns(run: Run) -> int:
     return -(-episodes // max(1, run.layout.rollout_servers))
 
 
-def sglang_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> SGLangMemory:
-    sg, tp = run.config.sglang, run.layout.rollout_tp
-    dtype = DTYPE_BYTES.get(sg.dtype, 2)
-    kv_dtype = 1 if "fp8" in (sg.kv_cache_dtype or "") else dtype
+def server_memory(run: Run, shape: ModelShape, gpu_bytes: int) -> ServerMemory:
+    """The rollout server's memory, for the engine ``rollout.backend`` names."""
+    engine, cfg, tp = engine_of(run), run.config, run.layout.rollout_tp
+    dtype = DTYPE_BYTES.get(engine.dtype(cfg), 2)
+    kv_dtype = 1 if "fp8" in engine.kv_dtype(cfg) else dtype
     weights = shape.params * dtype // tp
-    pool = int((sg.mem_fraction_static or 0.9) * gpu_bytes)
+    pool = int(engine.fraction(cfg) * gpu_bytes)
     beside = 0
     if run.layout.colocated:
-        # SGLang measures the memory free after its weights: the actor, built
-        # before it, already holds its master weights there.
+        # The actor, built before the server, already holds its master weights.
         dp = max(1, run.layout.actor_gpus)
-        beside = actor_memory(shape, run.config, dp, run.actor_offloads).weights
-    adapters = lora.sglang_adapter_bytes(shape, run.config, tp)
-    kv = max(0, pool - weights - beside - adapters)
+        beside = actor_memory(shape, cfg, dp, run.actor_offloads).weights
+    adapters = lora.server_adapter_bytes(shape, cfg, tp)
+    # SGLang sizes its pool from the memory left free: the actor's weights come
+    # out of it. vLLM's share is of the whole GPU and must be free at its start.
+    taken = beside if engine is SGLANG else 0
+    kv = max(0, pool - weights - taken - adapters)
     kv //= shape.kv_bytes_per_token(tp, kv_dtype)
     turns, planned = turn_tokens(run), planned_turns(run)
-    return SGLangMemory(weights, pool, kv, turns, planned, beside, adapters)
+    return ServerMemory(weights, pool, kv, turns, planned, beside, adapters, engine)

@@ -1,13 +1,16 @@
-"""Packages a GPU run needs: SGLang at the version AReaL checks, a FlashAttention
-from which transformers' functions import, torch built with CUDA, NCCL, and the
-project's environment on ``PATH`` (AReaL starts its workers and SGLang as a
-bare ``python3``).
+"""Packages a GPU run needs: the rollout engine (SGLang at the version AReaL
+checks, or vLLM at the version AReaL's vLLM variant pins, with the torch it is
+built for), a FlashAttention from which transformers' functions import, torch
+built with CUDA, NCCL, and the project's environment on ``PATH`` (AReaL starts
+its workers and the engine's server as a bare ``python3``).
 
 The FlashAttention trap: SGLang 0.5.10.post1 pulls ``flash-attn-4``, whose
 ``flash_attn`` package holds only ``cute/``. transformers then reports
 flash_attn available (version 4.x >= 2.1.0), and the FSDP actor's model load
 fails on ``from flash_attn import flash_attn_func``. So the check imports the
-very names transformers imports.
+very names transformers imports. vLLM 0.19.1 brings no ``flash_attn`` at all
+(its kernels are ``vllm.vllm_flash_attn``, which transformers does not import):
+the actor needs FlashAttention 2 built for torch 2.10 there, whatever the engine.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from memagent_workflow.preflight.engine import VLLM_PINNED, VLLM_TORCH, engine_of
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
 if TYPE_CHECKING:
@@ -39,6 +43,62 @@ FLASH_IMPORTS = {
 # AReaL packs several rows into one sequence with cu_seq_lens and no mask;
 # these backends would let the rows attend to each other.
 UNPACKED_IMPLS = ("sdpa", "eager")
+VLLM_INSTALL = (
+    "uv sync --locked --project envs/vllm, then source envs/vllm/.venv/bin/activate"
+)
+# Why the actor's FlashAttention import fails, per engine environment.
+FLASH_WHY = {
+    "sglang": "SGLang's flash-attn-4 ships flash_attn/cute only; install "
+    "FlashAttention 2 as docs/gpu.md says.",
+    "vllm": "vLLM brings no flash_attn (its own kernels are vllm_flash_attn); "
+    "install FlashAttention 2 built for torch 2.10, or set "
+    'actor.attn_impl=kernels-community/flash-attn2 (docs/gpu.md, "vLLM").',
+}
+
+
+def check_engine(run: Run) -> Check:
+    """The package of the engine ``rollout.backend`` names."""
+    return check_vllm(run) if engine_of(run).name == "vllm" else check_sglang(run)
+
+
+def check_vllm(run: Run) -> Check:
+    name = "vllm"
+    if not run.gpu_run:
+        return not_applicable(FAMILY, name, "CPU run: no vLLM server")
+    if run.servers_running:
+        return not_applicable(FAMILY, name, "eval against servers already running")
+    found = run.packages.version("vllm")
+    torch = run.packages.version("torch")
+    needed = f"{VLLM_PINNED} (AReaL 1.0.4's vLLM variant) with torch {VLLM_TORCH}"
+    if found is None:
+        return fail(
+            FAMILY,
+            name,
+            "not installed",
+            needed,
+            f"AReaL's vLLM server extension imports vllm: {VLLM_INSTALL} "
+            f"(pip: pip install vllm=={VLLM_PINNED})",
+        )
+    found = f"{found}, torch {torch}"
+    if torch is None or Version(torch).base_version != VLLM_TORCH:
+        return fail(
+            FAMILY,
+            name,
+            found,
+            needed,
+            f"vLLM {VLLM_PINNED}'s kernels are built for torch {VLLM_TORCH}: "
+            f"{VLLM_INSTALL}",
+        )
+    if Version(run.packages.version("vllm") or "0") != Version(VLLM_PINNED):
+        return fail(
+            FAMILY,
+            name,
+            found,
+            needed,
+            "AReaL's server extension (areal_vllm_server.py) imports vLLM's "
+            f"{VLLM_PINNED} module layout: {VLLM_INSTALL}",
+        )
+    return ok(FAMILY, name, found, needed)
 
 
 def check_sglang(run: Run) -> Check:
@@ -115,8 +175,7 @@ def check_flash_attention(run: Run) -> Check:
                 f"{installed}: {why}",
                 needed,
                 "the FSDP actor's model load would fail with this ImportError. "
-                "SGLang's flash-attn-4 ships flash_attn/cute only; install "
-                "FlashAttention 2 as docs/gpu.md says.",
+                + FLASH_WHY[engine_of(run).name],
             )
     return ok(FAMILY, name, installed, needed)
 
@@ -164,6 +223,7 @@ def check_path_python(run: Run) -> Check:
         name,
         f"{exe or 'none'} (environment {prefix})",
         f"{needed} ({own})",
-        "AReaL starts its workers and SGLang as a bare python3: activate the "
-        "project's environment first (source .venv/bin/activate)",
+        f"AReaL starts its workers and {engine_of(run).label} as a bare python3: "
+        "activate the project's environment first (source .venv/bin/activate"
+        + (", envs/vllm/.venv for vLLM)" if engine_of(run).name == "vllm" else ")"),
     )

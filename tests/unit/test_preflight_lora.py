@@ -16,7 +16,7 @@ import torch
 
 from memagent_workflow.preflight import Verdict, lora
 from memagent_workflow.preflight.memory import check_actor
-from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
+from memagent_workflow.preflight.memory_estimate import actor_memory, server_memory
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.step import forward_passes
 from tests.unit.preflight_fakes import (
@@ -185,22 +185,22 @@ def test_sglang_gives_eight_adapters_of_kv_cache(seven_b):
     cfg = load(LORA_2GPU, f"actor.path={seven_b}")
     shape = ModelShape.from_config(QWEN25_7B)
     adapter = lora.actor_adapter_params(shape, cfg.actor)
-    est = sglang_memory(run_of(cfg, hardware=FakeHardware(gpus(2))), shape, 40 * GIB)
+    est = server_memory(run_of(cfg, hardware=FakeHardware(gpus(2))), shape, 40 * GIB)
     assert est.adapters == 8 * 2 * adapter  # tp 1: whole adapters, bf16
     plain = changed(cfg, actor__use_lora=False)
-    bare = sglang_memory(run_of(plain), shape, 40 * GIB)
+    bare = server_memory(run_of(plain), shape, 40 * GIB)
     assert bare.adapters == 0
     lost = est.adapters / shape.kv_bytes_per_token()
     assert abs(bare.kv_tokens - est.kv_tokens - lost) <= 1
     # under TP 2, a column-parallel layer splits its B, a row-parallel one its A
-    tp2 = lora.sglang_adapter_bytes(shape, cfg, 2)
+    tp2 = lora.server_adapter_bytes(shape, cfg, 2)
     assert est.adapters // 2 < tp2 < est.adapters
 
 
 def test_sglang_buffers_follow_max_lora_rank(seven_b):
     cfg = load(LORA_2GPU, f"actor.path={seven_b}", "sglang.max_lora_rank=64")
     shape = ModelShape.from_config(QWEN25_7B)
-    assert lora.sglang_adapter_bytes(shape, cfg, 1) == 8 * 2 * 2 * 80_740_352
+    assert lora.server_adapter_bytes(shape, cfg, 1) == 8 * 2 * 2 * 80_740_352
 
 
 @pytest.mark.parametrize(

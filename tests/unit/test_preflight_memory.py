@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memagent_workflow.preflight import Verdict
-from memagent_workflow.preflight.memory import check_actor, check_sglang
-from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
+from memagent_workflow.preflight.memory import check_actor, check_server
+from memagent_workflow.preflight.memory_estimate import actor_memory, server_memory
 from memagent_workflow.preflight.model import ModelShape, find_model_config
 from tests.unit.preflight_fakes import (
     GIB,
@@ -85,7 +85,7 @@ def test_without_a_gpu_the_assumed_size_is_used_and_said(cfg):
 
 def test_sglang_kv_cache_of_7b_at_mem_fraction_0_8(cfg):
     run = run_of(cfg)
-    est = sglang_memory(run, ModelShape.from_config(QWEN25_7B), H100_BYTES)
+    est = server_memory(run, ModelShape.from_config(QWEN25_7B), H100_BYTES)
     assert est.weights == 2 * QWEN25_7B_PARAMS  # bf16, TP 1
     # K and V, 28 layers x 4 KV heads x 128 dims x 2 bytes = 56 KiB per token.
     kv_per_token = 2 * 28 * 4 * 128 * 2
@@ -108,35 +108,35 @@ def test_a_turn_is_counted_with_the_real_templates(cfg, tiny_model_dir):
 
     shape = ModelShape.from_config(QWEN25_7B)
     bare = run_of(cfg)  # the model folder holds config.json only
-    assert sglang_memory(bare, shape, H100_BYTES).turn_tokens == 5000 + 2 * 1024
-    assert "templates not counted" in check_sglang(bare).found
+    assert server_memory(bare, shape, H100_BYTES).turn_tokens == 5000 + 2 * 1024
+    assert "templates not counted" in check_server(bare).found
     local = copy.deepcopy(cfg)
     local.tokenizer_path = str(tiny_model_dir)
     template = PromptTexts().memory_template(load_tokenizer(str(tiny_model_dir)), "")
     assert template.overhead > 20
-    est = sglang_memory(run_of(local), shape, H100_BYTES)
+    est = server_memory(run_of(local), shape, H100_BYTES)
     assert est.turn_tokens == 5000 + 2 * 1024 + template.overhead
-    found = check_sglang(run_of(local)).found
+    found = check_server(run_of(local)).found
     assert f"turns of {est.turn_tokens} tokens" in found and "not counted" not in found
 
 
 def test_kv_cache_short_of_the_planned_turns_warns_and_enough_passes(cfg):
-    assert check_sglang(run_of(cfg)).verdict is Verdict.WARN
+    assert check_server(run_of(cfg)).verdict is Verdict.WARN
     import copy
 
     fewer = copy.deepcopy(cfg)
     fewer.rollout.max_concurrent_rollouts = 16  # 64 turns per server
-    assert check_sglang(run_of(fewer)).verdict is Verdict.OK
+    assert check_server(run_of(fewer)).verdict is Verdict.OK
 
 
 def test_weights_leaving_no_kv_room_fail(cfg):
     small = FakeHardware(gpus(8, total=16 * GIB, free_gib=16))
-    check = check_sglang(run_of(cfg, hardware=small))
+    check = check_server(run_of(cfg, hardware=small))
     assert check.verdict is Verdict.FAIL
 
 
 def test_unknown_model_warns_instead_of_guessing():
     cfg = load("config.yaml", "scheduler.type=local", "actor.path=nobody/not-cached")
-    for check in (check_actor, check_sglang):
+    for check in (check_actor, check_server):
         result = check(run_of(cfg))
         assert result.verdict is Verdict.WARN and "--allow-download" in result.fix

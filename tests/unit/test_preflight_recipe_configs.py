@@ -12,8 +12,8 @@ import pytest
 
 from memagent_workflow.preflight import Verdict
 from memagent_workflow.preflight.hardware import check_gpu_count
-from memagent_workflow.preflight.memory import check_actor, check_sglang
-from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
+from memagent_workflow.preflight.memory import check_actor, check_server
+from memagent_workflow.preflight.memory_estimate import actor_memory, server_memory
 from memagent_workflow.preflight.model import ModelShape
 from memagent_workflow.preflight.step import step_estimate
 from tests.unit.preflight_fakes import (
@@ -70,9 +70,9 @@ def test_the_one_gpu_recipe_is_colocated(models):
     check = check_gpu_count(run)
     assert check.verdict is Verdict.OK and "colocated" in check.needed
     shape = ModelShape.from_config(QWEN25_1B5)
-    est = sglang_memory(run, shape, 40 * GIB)
+    est = server_memory(run, shape, 40 * GIB)
     assert est.beside == 4 * QWEN25_1B5_PARAMS  # the actor's fp32 weights
-    alone = sglang_memory(
+    alone = server_memory(
         run_of(changed(cfg, rollout__scheduling_strategy=None)), shape, 40 * GIB
     )
     assert alone.kv_tokens > est.kv_tokens
@@ -88,7 +88,7 @@ def test_the_one_gpu_recipe_is_colocated(models):
 def test_colocation_without_its_settings_fails(key, models):
     cfg = load("config_qwen25_1b5_1gpu.yaml", f"actor.path={models['qwen25_1b5']}")
     value = "xccl" if key == "actor__weight_update_mode" else False
-    check = check_sglang(run_of(changed(cfg, **{key: value}), gpu_memory_gib=40))
+    check = check_server(run_of(changed(cfg, **{key: value}), gpu_memory_gib=40))
     assert check.verdict is Verdict.FAIL
     assert key.replace("__", ".").split("=")[0] in check.fix
 

@@ -17,7 +17,7 @@ import torch
 
 from examples import preflight
 from memagent_workflow.preflight import Run, Verdict, run_checks
-from memagent_workflow.preflight.memory_estimate import actor_memory, sglang_memory
+from memagent_workflow.preflight.memory_estimate import actor_memory, server_memory
 from memagent_workflow.preflight.step import step_estimate
 from tests.unit.preflight_fakes import (
     GIB,
@@ -155,7 +155,7 @@ def test_the_docs_table_gives_the_preflights_numbers(key, models):
     shape_ = run.model[0]
     dp = max(1, run.layout.actor_gpus)
     actor = actor_memory(shape_, run.config, dp, run.actor_offloads)
-    sglang = sglang_memory(run, shape_, run.gpu_memory_bytes[0])
+    sglang = server_memory(run, shape_, run.gpu_memory_bytes[0])
     step = step_estimate(run)
     lines = section().splitlines()
     row = next(r for r in lines if r.startswith("|") and f"`{key}`" in r)
