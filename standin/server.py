@@ -123,15 +123,18 @@ async def serve(args: argparse.Namespace) -> None:
     await asyncio.to_thread(engine.stop)
     await runner.cleanup()
     if args.report_file:
-        write_report(engine, args.report_file, port)
+        write_report(engine, args.report_file, port, args.protocol)
 
 
-def write_report(engine: StandinEngine, path: str, port: int) -> None:
+def write_report(
+    engine: StandinEngine, path: str, port: int, protocol: str = "sglang"
+) -> None:
     """What the server served at exit (stand-in only; read by the e2e tests,
     where AReaL launches and stops the server itself)."""
     report = {
         "pid": os.getpid(),
         "port": port,
+        "protocol": protocol,
         "model_path": engine.model_path,
         "context_length": engine.context_length,
         "n_updates": engine.n_updates,
