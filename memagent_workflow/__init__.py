@@ -19,7 +19,8 @@ The algorithm, at the top, read in this order:
 Around it, each a folder:
     trainer/        AReaL trainer extensions (PPO trainer, actor, step report)
     recovery/       surviving crashes and server outages (ledger, checkpoints)
-    infra/          process plumbing (ports, scheduler, Ray, shared folders, terminal)
+    infra/          process plumbing (ports, scheduler, Ray, shared folders, terminal,
+                    which engine: SGLang or vLLM)
     data/           the row schema and data preparation
     eval/           RULER-HQA and RULER evaluation: benchmarks, scoring, reports
     preflight/      checks of a GPU launch before it starts

@@ -79,9 +79,9 @@ PRIVATE = (
         ("memagent_workflow.trainer.ppo_trainer:MemAgentPPOTrainer",),
         "the rollout controller draws its callback port from the seeded random here, "
         "so the override runs it in private_random; AReaL names RemoteSGLangEngine "
-        "here and builds SGLang's server arguments, which import sglang: the "
-        "stand-in's _rollout_engine_of launches the stand-in instead (it mirrors the "
-        "rest of this method)",
+        "here and builds SGLang's server arguments, which import sglang (or names "
+        "RemotevLLMEngine for vllm): the stand-in's _rollout_engine_of launches the "
+        "stand-in instead, in either protocol (it mirrors the rest of this method)",
         "f582539f2d5e095c1306565abd8df4032e257c98d9f068dc1d812bb23b010760",
     ),
     Private(
@@ -274,6 +274,13 @@ PRIVATE = (
         "c4a98f7ba2ecd37092aabf0bed891717f67d34b71de3a588a5097aa505bf2d63",
     ),
     Private(
+        "areal.engine.vllm_remote:RemotevLLMEngine.__init__",
+        ("standin.backend:StandinvLLMEngine",),
+        "as for SGLang: the vLLM backend that launches servers is fixed in the "
+        "private _engine, which the stand-in's vLLM engine replaces",
+        "368bba4b3205aeb407679ed15c9b11933f495b0b81fd4608dca49955549380c1",
+    ),
+    Private(
         "areal.engine.fsdp_engine:FSDPEngine._update_weights_from_distributed",
         ("standin.trainer:StandinPPOTrainer",),
         "reads the xccl bucket size from the WeightUpdateMeta at every update, so "
@@ -296,6 +303,8 @@ SUBCLASSES = (
     "standin.actor:StandinPPOActor",
     "standin.backend:StandinSGLangEngine",
     "standin.backend:StandinBackend",
+    "standin.backend:StandinvLLMEngine",
+    "standin.backend:StandinvLLMBackend",
 )
 
 

@@ -6,13 +6,15 @@ trainer and FSDP actor run on a laptop or in CI. Nothing here is imported by a
 GPU run; it is not part of the ``memagent_workflow`` wheel.
 
 - ``server``, ``engine``, ``model``, ``protocol``: the HTTP server and its generation core
-- ``app``: the server's aiohttp application, SGLang's routes over the engine
+- ``app``: the server's aiohttp application, SGLang's routes over the engine (or,
+  with ``--protocol vllm``, AReaL's vLLM server's: ``vllm_routes``, ``vllm_protocol``)
 - ``batching``: the engine's prefill and decode steps (continuous batching)
 - ``replies``, ``weight_routes``, ``weight_log``: reply shapes, the weight-update
   endpoints and their record; ``xccl``: distributed weight updates over gloo
 - ``launch``: start and stop the server as a subprocess
 - ``backend``, ``trainer``, ``actor``: AReaL subclasses that put the stand-in where
-  AReaL launches SGLang (single controller, Ray) and its actor in a worker process
+  AReaL launches SGLang or vLLM (single controller, Ray) and its actor in a worker
+  process
 - ``tiny_model``: the tiny offline Qwen2 model and tokenizer
 - ``packed_sdpa``: pack-aware SDPA for AReaL's FSDP actor on CPU (a process-wide patch)
 - ``config``, ``cpu_job``: the ``standin:`` config section and the CPU job's wiring

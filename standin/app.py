@@ -1,6 +1,8 @@
-"""The stand-in server's aiohttp application: SGLang's routes over a
-``StandinEngine`` (health, info, ``/generate``, pause and continue, no-ops),
-with the weight-update and LoRA routes of ``weight_routes`` and ``lora_routes``.
+"""The stand-in server's aiohttp application over a ``StandinEngine``, in one of
+two protocols (``PROTOCOLS``, the server's ``--protocol``): SGLang's routes
+(health, info, ``/generate``, pause and continue, no-ops, with the weight-update
+and LoRA routes of ``weight_routes`` and ``lora_routes``), or AReaL's vLLM
+server's (``vllm_routes``). Both get the stand-in's own info and probe routes.
 """
 
 from __future__ import annotations
@@ -18,8 +20,11 @@ from standin.protocol import (
     check_context_length,
     parse_input_ids,
 )
-from standin.replies import error, fail, json_body, ok
-from standin.weight_routes import add_weight_routes
+from standin.replies import error, fail, json_body, ok, until_done
+from standin.vllm_routes import add_vllm_routes
+from standin.weight_routes import add_probe_routes, add_weight_routes
+
+PROTOCOLS = ("sglang", "vllm")
 
 STOP_STRINGS_MESSAGE = (
     "sampling_params.stop (stop strings) needs the tokenizer, and this server "
@@ -29,19 +34,34 @@ STOP_STRINGS_MESSAGE = (
 )
 
 
-def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
-    """The aiohttp application serving ``engine`` (``middlewares``: see ``faults``)."""
+def build_app(
+    engine: StandinEngine, middlewares: list = (), protocol: str = "sglang"
+) -> web.Application:
+    """The aiohttp application serving ``engine`` in ``protocol``
+    (``middlewares``: see ``faults``)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol {protocol!r}: expected one of {PROTOCOLS}")
     app = web.Application(
         client_max_size=256 * 1024 * 1024, middlewares=list(middlewares)
     )
     routes = web.RouteTableDef()
+    add_info_routes(routes, engine, protocol)
+    add_probe_routes(routes, engine)
+    if protocol == "vllm":
+        add_vllm_routes(routes, engine)
+    else:
+        add_sglang_routes(routes, engine)
+        add_weight_routes(routes, engine)
+        lora_routes.add_routes(routes, engine)
+    app.add_routes(routes)
+    return app
 
-    @routes.get("/health")
-    @routes.get("/health_generate")
-    async def health(_: web.Request) -> web.Response:
-        if not engine.alive():
-            return error(503, "engine thread is not running")
-        return web.json_response({"status": "ok"})
+
+def add_info_routes(
+    routes: web.RouteTableDef, engine: StandinEngine, protocol: str
+) -> None:
+    """SGLang's info routes; in either protocol ``/get_server_info`` carries the
+    stand-in's own fields, for tests."""
 
     def info(**extra: Any) -> dict[str, Any]:
         return {"model_path": engine.model_path, "n_updates": engine.n_updates, **extra}
@@ -59,12 +79,24 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
             "skip_tokenizer_init": engine.skip_tokenizer_init,
             # stand-in only (tests read them; SGLang has no such fields):
             "stand_in": True,
+            "protocol": protocol,
             "paused": engine.paused,
             **engine.counts(),
             "weight_syncs": engine.weights.summary(),
             "lora": engine.lora.summary() if engine.lora else None,
         }
         return web.json_response(info(**extra))
+
+
+def add_sglang_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
+    """SGLang's health, generation, pause and no-op routes."""
+
+    @routes.get("/health")
+    @routes.get("/health_generate")
+    async def health(_: web.Request) -> web.Response:
+        if not engine.alive():
+            return error(503, "engine thread is not running")
+        return web.json_response({"status": "ok"})
 
     @routes.post("/generate")
     async def generate(request: web.Request) -> web.Response:
@@ -86,16 +118,11 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
         except (ValueError, TypeError) as e:
             return error(400, str(e))
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future = loop.create_future()
-
-        def _resolve(r: GenRequest) -> None:
-            if not fut.done():
-                fut.set_result(r)
-
+        fut, on_done = until_done(loop)
         req = GenRequest(
             input_ids=ids,
             params=params,
-            on_done=lambda r: loop.call_soon_threadsafe(_resolve, r),
+            on_done=on_done,
             return_logprob=bool(body.get("return_logprob", False)),
             logprob_start_len=start,
             created=loop.time(),
@@ -144,8 +171,3 @@ def build_app(engine: StandinEngine, middlewares: list = ()) -> web.Application:
     @routes.post("/resume_memory_occupation")
     async def noop(request: web.Request) -> web.Response:
         return ok(f"{request.path}: no-op on the CPU stand-in")
-
-    add_weight_routes(routes, engine)
-    lora_routes.add_routes(routes, engine)
-    app.add_routes(routes)
-    return app

@@ -1,4 +1,5 @@
-"""AReaL's SGLang engine, launching the CPU stand-in where it would launch SGLang.
+"""AReaL's SGLang and vLLM engines, launching the CPU stand-in where they would
+launch SGLang or AReaL's vLLM server.
 
 In single-controller mode AReaL's rollout worker picks a host and port and
 calls its backend's ``launch_server(server_args)``; the SGLang backend builds
@@ -8,6 +9,11 @@ response parsers) and starts ``python -m standin.server`` instead, honouring
 the server arguments the stand-in understands. `StandinSGLangEngine` is
 AReaL's `RemoteSGLangEngine` with that backend: the rollout controller sends
 the class to its workers by import path, so it must live in a module.
+`StandinvLLMEngine` is the same for AReaL's `RemotevLLMEngine`: its
+`StandinvLLMBackend` keeps AReaL's ``VLLMBackend`` requests and parsers and
+starts the stand-in with ``--protocol vllm`` (``standin.vllm_routes``), honouring
+the arguments AReaL builds from ``vllm:`` (`vLLMConfig.build_args`: model, seed,
+``max_model_len``, ``max_num_seqs``, ``skip_tokenizer_init``).
 
 AReaL picks the server's port with Python's ``random``, seeded by
 ``config.seed`` in the rollout worker: two runs with the same seed pick the
@@ -32,8 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from areal.api.cli_args import InferenceEngineConfig
-from areal.engine import RemoteSGLangEngine
+from areal.engine import RemoteSGLangEngine, RemotevLLMEngine
 from areal.engine.sglang_remote import SGLangBackend
+from areal.engine.vllm_remote import VLLMBackend
 from areal.infra import RemoteInfEngine
 from areal.utils.network import format_hostport
 
@@ -50,11 +57,13 @@ EXTRA_ARGS_ENV = "STANDIN_EXTRA_ARGS"
 _launches = itertools.count()
 
 
-def standin_command(server_args: dict[str, Any]) -> list[str]:
+def standin_command(server_args: dict[str, Any], protocol: str = "sglang") -> list[str]:
     """``python -m standin.server ...`` for AReaL's server arguments."""
-    if not server_args.get("model_path"):
-        raise ValueError("server_args lack model_path (sglang.model_path)")
-    cmd = [sys.executable, "-m", "standin.server", *server_flags(server_args)]
+    key = "model" if protocol == "vllm" else "model_path"
+    if not server_args.get(key):
+        raise ValueError(f"server_args lack {key} ({protocol}.{key})")
+    flags = server_flags(server_args, protocol)
+    cmd = [sys.executable, "-m", "standin.server", *flags]
     if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
         name = f"standin-{os.getpid()}-{next(_launches)}.json"
         cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
@@ -104,30 +113,42 @@ def _wait_port(proc: subprocess.Popen, port_file: Path, timeout: float = 300.0) 
     raise TimeoutError(f"the stand-in server bound no port within {timeout:.0f} s")
 
 
+def launch_standin(server_args: dict[str, Any], protocol: str) -> subprocess.Popen:
+    """Start the stand-in on a port the OS picks, written back into
+    ``server_args["port"]``; return once it answers."""
+    env = os.environ.copy()
+    env.setdefault("TORCHDYNAMO_DISABLE", "1")
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["PYTHONUNBUFFERED"] = "1"
+    with tempfile.TemporaryDirectory(prefix="standin-port-") as tmp:
+        port_file = Path(tmp) / "port.json"
+        cmd = standin_command({**server_args, "port": 0}, protocol)
+        cmd += ["--port-file", str(port_file)]
+        proc = subprocess.Popen(cmd, env=env, stdout=sys.stdout, stderr=sys.stdout)
+        try:
+            server_args["port"] = _wait_port(proc, port_file)
+        except BaseException:
+            proc.kill()
+            raise
+    _wait_healthy(
+        proc, f"http://{format_hostport(server_args['host'], server_args['port'])}"
+    )
+    return proc
+
+
 class StandinBackend(SGLangBackend):
     """SGLang's HTTP protocol; ``launch_server`` starts the CPU stand-in."""
 
     def launch_server(self, server_args: dict[str, Any]) -> subprocess.Popen:
-        """Start the stand-in on a port the OS picks, written back into
-        ``server_args["port"]``; return once it answers."""
-        env = os.environ.copy()
-        env.setdefault("TORCHDYNAMO_DISABLE", "1")
-        env.setdefault("HF_HUB_OFFLINE", "1")
-        env["PYTHONUNBUFFERED"] = "1"
-        with tempfile.TemporaryDirectory(prefix="standin-port-") as tmp:
-            port_file = Path(tmp) / "port.json"
-            cmd = standin_command({**server_args, "port": 0})
-            cmd += ["--port-file", str(port_file)]
-            proc = subprocess.Popen(cmd, env=env, stdout=sys.stdout, stderr=sys.stdout)
-            try:
-                server_args["port"] = _wait_port(proc, port_file)
-            except BaseException:
-                proc.kill()
-                raise
-        _wait_healthy(
-            proc, f"http://{format_hostport(server_args['host'], server_args['port'])}"
-        )
-        return proc
+        return launch_standin(server_args, "sglang")
+
+
+class StandinvLLMBackend(VLLMBackend):
+    """AReaL's vLLM protocol; ``launch_server`` starts the CPU stand-in in its
+    vLLM mode."""
+
+    def launch_server(self, server_args: dict[str, Any]) -> subprocess.Popen:
+        return launch_standin(server_args, "vllm")
 
 
 class StandinSGLangEngine(RemoteSGLangEngine):
@@ -136,3 +157,11 @@ class StandinSGLangEngine(RemoteSGLangEngine):
     def __init__(self, config: InferenceEngineConfig):
         super().__init__(config)
         self._engine = RemoteInfEngine(config, StandinBackend())
+
+
+class StandinvLLMEngine(RemotevLLMEngine):
+    """`RemotevLLMEngine` whose launched servers are CPU stand-ins (vLLM mode)."""
+
+    def __init__(self, config: InferenceEngineConfig):
+        super().__init__(config)
+        self._engine = RemoteInfEngine(config, StandinvLLMBackend())

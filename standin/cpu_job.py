@@ -4,8 +4,8 @@
 (a tiny random Qwen2 built offline), the data (synthetic HotpotQA-shaped
 questions, unless the configured files exist) and, by ``scheduler.type``:
 ``local`` or ``ray``, the shared folders (and a local Ray instance) AReaL's
-scheduler expects, its rollout worker then launching the SGLang-protocol
-stand-in; ``null``, one stand-in server and the process environment of a
+scheduler expects, its rollout worker then launching the stand-in (in the
+protocol ``rollout.backend`` names, SGLang's or vLLM's); ``null``, one stand-in server and the process environment of a
 one-process SPMD run (what `torchrun --nproc-per-node 1` and AReaL's launcher
 would set).
 """
@@ -23,12 +23,13 @@ from areal.utils import logging, name_resolve, names
 from memagent_workflow.data.files import write_json, write_jsonl
 from memagent_workflow.data.synthetic import make_needle, make_synthetic, needle_of
 from memagent_workflow.eval import sets
+from memagent_workflow.infra.engines import rollout_backend
 from memagent_workflow.prompts import load_prompts
 from standin.build_cache import MARKER_FILE
 from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
 from standin.launch import (
     find_free_port,
-    server_args_of,
+    own_server_args,
     server_flags,
     start_standin_server,
 )
@@ -131,20 +132,13 @@ def standin_server(
     if cfg.server_addr:
         yield cfg.server_addr
         return
-    # The server arguments AReaL passes to a server it launches (seed, context
-    # length, skip_tokenizer_init), so both launch paths serve alike.
-    args = server_args_of(config.sglang)
-    keys = ("context_length", "skip_tokenizer_init", "max_loaded_loras")
-    args = {k: args.get(k) for k in keys}
-    # LoRA (actor.use_lora): the trainer loads the initial adapter itself, since
-    # this server starts before the actor saves it (standin.trainer).
-    args["enable_lora"] = bool(getattr(config.actor, "use_lora", False))
+    protocol = rollout_backend(config)
     server = start_standin_server(
         config.actor.path,
         port=cfg.port or None,
-        seed=config.sglang.random_seed,
+        seed=config.vllm.seed if protocol == "vllm" else config.sglang.random_seed,
         log_file=log_file,
-        extra_args=server_flags(args),
+        extra_args=server_flags(own_server_args(config, protocol), protocol),
     )
     logger.info(f"CPU stand-in server (not a production engine) at {server.addr}")
     try:

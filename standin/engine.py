@@ -52,6 +52,7 @@ class StandinEngine(ContinuousBatching):
         skip_tokenizer_init: bool = False,
     ) -> None:
         self.model_path = str(model_path)
+        self.served_name = self.model_path  # vLLM's default served model name
         self.model = load_model(model_path)
         cfg = self.model.config
         self.vocab_size = int(cfg.vocab_size)

@@ -2,7 +2,8 @@
 
 What a cluster would provide, on this machine: synthetic eval files where
 missing, the tiny model at ``actor.path``, and the stand-in server in place of
-SGLang (started here, or launched by AReaL's scheduler).
+SGLang or vLLM (started here, or launched by AReaL's scheduler), speaking the
+protocol ``rollout.backend`` names.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.eval.engine import ClusterInference
-from standin.backend import StandinSGLangEngine
+from standin.backend import StandinSGLangEngine, StandinvLLMEngine
 from standin.config import StandinEvalConfig
 from standin.cpu_job import (
     build_model,
@@ -48,7 +49,9 @@ class StandinInference(ClusterInference):
         return {"startup_timeout": self.config.standin.startup_timeout}
 
     def engine_class(self) -> type:
-        return StandinSGLangEngine
+        return StandinvLLMEngine if self.backend == "vllm" else StandinSGLangEngine
 
     def server_args(self, tp_size: int) -> dict[str, Any]:
+        if self.backend == "vllm":  # AReaL's own vLLM arguments (no vllm import)
+            return super().server_args(tp_size)
         return server_args_of(self.config.sglang)

@@ -89,12 +89,17 @@ class FaultPlan:
         return None
 
 
+# The generation and disk-update paths of both protocols (SGLang's, vLLM's).
+GENERATE_PATHS = ("/generate", "/v1/completions")
+DISK_UPDATE_PATHS = ("/update_weights_from_disk", "/areal_update_weights")
+
+
 def fault_middleware(plan: FaultPlan) -> Any:
     """aiohttp middleware that fails ``/generate`` calls as ``plan`` says."""
 
     @web.middleware
     async def inject(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.path != "/generate":
+        if request.path not in GENERATE_PATHS:
             return await handler(request)
         kind = plan.draw()
         request["fault"] = kind
@@ -164,7 +169,7 @@ def event_middleware(
         event.update(
             status=response.status, fault=request.get("fault"), t_done=time.time()
         )
-        if request.path == "/update_weights_from_disk" and response.status == 200:
+        if request.path in DISK_UPDATE_PATHS and response.status == 200:
             # Off the response path: the digest runs in the engine thread after
             # the update, before any later one, and must not delay the answer.
             task = asyncio.get_running_loop().create_task(log_with_digest(event))

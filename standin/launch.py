@@ -36,6 +36,17 @@ SERVER_FLAGS = {
     "context_length": "--context-length",
     "max_running_requests": "--max-batch-size",
 }
+# vLLM server arguments (AReaL's `vLLMConfig.build_args`) the stand-in honours in
+# its vLLM mode; the rest (memory utilisation, block size, chunked prefill, the
+# worker extension) means nothing on CPU.
+VLLM_SERVER_FLAGS = {
+    "model": "--model-path",
+    "host": "--host",
+    "port": "--port",
+    "seed": "--seed",
+    "max_model_len": "--context-length",
+    "max_num_seqs": "--max-batch-size",
+}
 
 
 def server_args_of(sglang_config: object) -> dict[str, Any]:
@@ -48,15 +59,37 @@ def server_args_of(sglang_config: object) -> dict[str, Any]:
     return {k: v for k, v in asdict(sglang_config).items() if v is not None}
 
 
-def server_flags(server_args: dict[str, Any]) -> list[str]:
-    """Stand-in command-line flags for SGLang server arguments."""
+def own_server_args(config: Any, protocol: str) -> dict[str, Any]:
+    """For a stand-in a CPU job starts itself: the server arguments AReaL would
+    pass a server it launches (context length, skip_tokenizer_init, ...) from
+    the ``sglang:`` or ``vllm:`` section, so both launch paths serve alike."""
+    if protocol == "vllm":
+        args = asdict(config.vllm)
+        keys = ("max_model_len", "max_num_seqs", "skip_tokenizer_init")
+        return {k: args.get(k) for k in keys}
+    args = server_args_of(config.sglang)
+    keys = ("context_length", "skip_tokenizer_init", "max_loaded_loras")
+    args = {k: args.get(k) for k in keys}
+    # LoRA (actor.use_lora): the trainer loads the initial adapter itself, since
+    # this server starts before the actor saves it (standin.trainer).
+    args["enable_lora"] = bool(getattr(config.actor, "use_lora", False))
+    return args
+
+
+def server_flags(server_args: dict[str, Any], protocol: str = "sglang") -> list[str]:
+    """Stand-in command-line flags for SGLang (or vLLM) server arguments."""
+    table = VLLM_SERVER_FLAGS if protocol == "vllm" else SERVER_FLAGS
     flags = []
-    for key, flag in SERVER_FLAGS.items():
+    for key, flag in table.items():
         if server_args.get(key) is not None:
             flags += [flag, str(server_args[key])]
     if server_args.get("skip_tokenizer_init"):
         flags.append("--skip-tokenizer-init")
-    return flags + lora_flags(server_args)
+    if protocol != "vllm":
+        return flags + lora_flags(server_args)
+    if server_args.get("enable_lora") or server_args.get("lora_modules"):
+        raise ValueError("the CPU stand-in serves no LoRA adapters in its vLLM mode")
+    return flags + ["--protocol", "vllm"]
 
 
 def lora_flags(server_args: dict[str, Any]) -> list[str]:

@@ -61,6 +61,7 @@ def eval_overrides(config: StandinGRPOConfig) -> list[str]:
         f"standin.needle_distractors={cfg.needle_distractors}",
         f"standin.synthetic_eval={cfg.synthetic_valid}",
         f"gconfig.max_tokens={config.gconfig.max_tokens}",
+        f"rollout.backend={config.rollout.backend}",  # the engine trained with
     ]
 
 

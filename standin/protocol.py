@@ -39,6 +39,9 @@ class SamplingParams:
     skip_special_tokens: bool = True
     frequency_penalty: float = 0.0
     sampling_seed: int | None = None
+    # vLLM's default logprobs mode ("raw_logprobs"): the logprob of the raw
+    # logits, before penalties and temperature (see ``standin.vllm_protocol``).
+    raw_logprobs: bool = False
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> SamplingParams:
@@ -83,7 +86,7 @@ def sample_token(
     counts: dict[int, int] | None = None,
 ) -> tuple[int, float]:
     """Sample one token from ``logits`` [V]; return ``(token_id, logprob)``."""
-    logits = logits.float()
+    logits = raw = logits.float()
     if p.frequency_penalty and counts:
         idx = torch.tensor(list(counts.keys()), dtype=torch.long)
         val = torch.tensor(list(counts.values()), dtype=torch.float32)
@@ -91,7 +94,7 @@ def sample_token(
         logits[idx] -= p.frequency_penalty * val
     if p.temperature <= 1e-6:  # greedy; logprob at temperature 1
         tok = int(torch.argmax(logits))
-        return tok, float(torch.log_softmax(logits, dim=-1)[tok])
+        return tok, float(torch.log_softmax(raw if p.raw_logprobs else logits, -1)[tok])
     logp = torch.log_softmax(logits / p.temperature, dim=-1)
     probs = logp.exp()
     vocab = probs.shape[-1]
@@ -106,6 +109,8 @@ def sample_token(
         sorted_p[drop] = 0.0
         probs = torch.zeros_like(probs).scatter_(0, order, sorted_p)
     tok = int(torch.multinomial(probs, 1, generator=gen))
+    if p.raw_logprobs:
+        return tok, float(torch.log_softmax(raw, dim=-1)[tok])
     return tok, float(logp[tok])
 
 

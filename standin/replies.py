@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
@@ -35,3 +37,17 @@ async def json_body(request: web.Request) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ValueError("request body must be a JSON object")
     return body
+
+
+def until_done(
+    loop: asyncio.AbstractEventLoop,
+) -> tuple[asyncio.Future, Callable[[Any], None]]:
+    """A future and the engine-thread callback that resolves it with the
+    finished request (a ``GenRequest``'s ``on_done``)."""
+    fut: asyncio.Future = loop.create_future()
+
+    def _resolve(r: Any) -> None:
+        if not fut.done():
+            fut.set_result(r)
+
+    return fut, lambda r: loop.call_soon_threadsafe(_resolve, r)

@@ -18,7 +18,10 @@ it behaves as SGLang does, messages included:
 * With ``--skip-tokenizer-init`` (AReaL's setting) stop strings are refused,
   since SGLang cannot honour them then; ``null`` stop token ids are ignored.
 
-    python -m standin.server --model-path DIR --port 30000
+With ``--protocol vllm`` it answers as AReaL's vLLM server extension instead
+(``/v1/completions``, ``/areal_*``; see ``vllm_routes`` and ``vllm_protocol``).
+
+    python -m standin.server --model-path DIR --port 30000 [--protocol vllm]
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from aiohttp import web
 from transformers.utils import logging as hf_logging
 
 from standin import faults, lora_routes
-from standin.app import build_app
+from standin.app import PROTOCOLS, build_app
 from standin.engine import StandinEngine
 from standin.model import weights_digest
 
@@ -88,7 +91,7 @@ async def serve(args: argparse.Namespace) -> None:
         fn = lambda: (engine.model_path, weights_digest(engine.model))  # noqa: E731
         return await asyncio.wrap_future(engine.run_command(fn))
 
-    app = build_app(engine, faults.middlewares(args, digest))
+    app = build_app(engine, faults.middlewares(args, digest), args.protocol)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
@@ -96,8 +99,9 @@ async def serve(args: argparse.Namespace) -> None:
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]
     await web.SockSite(runner, sock).start()
+    name = "vLLM (AReaL's extension)" if args.protocol == "vllm" else "SGLang"
     logger.info(
-        f"CPU stand-in SGLang server on http://{args.host}:{port} ({args.model_path})"
+        f"CPU stand-in {name} server on http://{args.host}:{port} ({args.model_path})"
     )
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
@@ -119,15 +123,18 @@ async def serve(args: argparse.Namespace) -> None:
     await asyncio.to_thread(engine.stop)
     await runner.cleanup()
     if args.report_file:
-        write_report(engine, args.report_file, port)
+        write_report(engine, args.report_file, port, args.protocol)
 
 
-def write_report(engine: StandinEngine, path: str, port: int) -> None:
+def write_report(
+    engine: StandinEngine, path: str, port: int, protocol: str = "sglang"
+) -> None:
     """What the server served at exit (stand-in only; read by the e2e tests,
     where AReaL launches and stops the server itself)."""
     report = {
         "pid": os.getpid(),
         "port": port,
+        "protocol": protocol,
         "model_path": engine.model_path,
         "context_length": engine.context_length,
         "n_updates": engine.n_updates,
@@ -153,6 +160,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--port", type=int, required=True, help="TCP port (0 = any free)")
     ap.add_argument("--seed", type=int, default=0, help="sampling seed")
     ap.add_argument("--max-batch-size", type=int, default=32)
+    ap.add_argument(
+        "--protocol",
+        choices=PROTOCOLS,
+        default="sglang",
+        help="the HTTP protocol: SGLang's, or AReaL's vLLM server's (vllm_routes)",
+    )
     ap.add_argument(
         "--context-length",
         type=int,

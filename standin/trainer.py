@@ -5,8 +5,10 @@ AReaL 1.0.4 hard-codes its engine classes inside two private methods of
 ``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
 which requires the sglang package; `MemAgentPPOTrainer` runs it as
 ``_rollout_engine_of``). `StandinPPOTrainer` overrides both for the
-sglang + fsdp case, and ``_init_scheduler`` for a longer worker start-up
-timeout. Nothing else differs: the scheduler, the controllers, the workers,
+sglang + fsdp and vllm + fsdp cases (``rollout.backend``: `StandinSGLangEngine`
+or `StandinvLLMEngine`, each launching the stand-in in its protocol with the
+server arguments AReaL builds from ``sglang:`` or ``vllm:``), and
+``_init_scheduler`` for a longer worker start-up timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
 validation set it starts no eval-rollout worker (AReaL would start one and
 never use it). With ``actor.use_lora`` the servers start with the initial
@@ -28,6 +30,7 @@ from areal.api.cli_args import (
     PPOActorConfig,
     SchedulingStrategy,
     SchedulingStrategyType,
+    vLLMConfig,
 )
 from areal.api.io_struct import get_versioned_lora_name
 from areal.infra import RayScheduler
@@ -37,10 +40,26 @@ from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
-from standin.backend import StandinSGLangEngine
+from standin.backend import StandinSGLangEngine, StandinvLLMEngine
 from standin.config import StandinGRPOConfig
 from standin.launch import server_args_of
 from standin.lora import load_adapter
+
+# The rollout engine of each protocol the stand-in speaks (``rollout.backend``).
+ENGINES = {"sglang": StandinSGLangEngine, "vllm": StandinvLLMEngine}
+
+
+def launched_server_args(config: StandinGRPOConfig, alloc: ModelAllocation) -> dict:
+    """A launched server's arguments as AReaL builds them from ``vllm:``
+    (`vLLMConfig.build_args`) or ``sglang:`` (the same keys: AReaL's own
+    builder needs the sglang package)."""
+    if alloc.backend == "vllm":
+        return vLLMConfig.build_args(
+            vllm_config=config.vllm,
+            tp_size=alloc.parallel.tp_size,
+            pp_size=alloc.parallel.pp_size,
+        )
+    return server_args_of(config.sglang)
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -102,13 +121,16 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         is_eval: bool = False,
         lora_path: str | None = None,
     ) -> Any:
-        if self.rollout_alloc.backend != "sglang":
+        backend = self.rollout_alloc.backend
+        if backend not in ENGINES:
             raise ValueError(
-                "the CPU stand-in speaks SGLang's protocol: set rollout.backend="
-                f"sglang:dN, got {self.config.rollout.backend}"
+                "the CPU stand-in speaks SGLang's or vLLM's protocol: set "
+                f"rollout.backend=sglang:dN or vllm:dN, got {self.config.rollout.backend}"
             )
         if self.config.rollout.return_routed_experts:
             raise ValueError("the CPU stand-in serves no MoE experts")
+        if lora_path is not None and backend == "vllm":
+            raise ValueError("the CPU stand-in serves no LoRA adapters in vLLM mode")
         if lora_path is not None:
             # As AReaL: a launched server starts with the initial adapter, v0.
             self.config.sglang.lora_paths = [f"{self._lora_v0}={lora_path}"]
@@ -127,7 +149,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
                 spec.gpu = 0
 
         if not is_single_controller():
-            engine = StandinSGLangEngine(config)
+            engine = ENGINES[backend](config)
             engine.initialize(
                 train_data_parallel_size=self.actor_alloc.parallel.dp_size
             )
@@ -138,9 +160,10 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
                 load_adapter(server_addresses(engine), self._lora_v0, lora_path)
             return engine
 
-        controller = StandinSGLangEngine.as_controller(config, self.scheduler)
+        controller = ENGINES[backend].as_controller(config, self.scheduler)
         init_kwargs: dict[str, Any] = dict(
-            role="rollout", server_args=server_args_of(self.config.sglang)
+            role="rollout",
+            server_args=launched_server_args(self.config, self.rollout_alloc),
         )
         if is_eval:
             init_kwargs["role"] = "eval-rollout"

@@ -1,8 +1,13 @@
-"""The inference engine of an eval run: SGLang launched by AReaL, or running servers.
+"""The inference engine of an eval run: SGLang or vLLM launched by AReaL, or
+running servers.
 
-What surrounds the engine (the model and data a cluster holds, the servers
-already running, the engine class) is a ``ClusterInference``: ``examples/eval.py``
-builds this one; the CPU stand-in's eval entry passes its own subclass.
+The engine follows ``rollout.backend`` (``sglang:dN`` or ``vllm:dN``; under
+AReaL's SPMD launcher, ``allocation_mode``'s servers: ``infra.engines``):
+AReaL's `RemoteSGLangEngine` or `RemotevLLMEngine`, with the server arguments
+of the ``sglang:`` or ``vllm:`` section. What surrounds the engine (the model
+and data a cluster holds, the servers already running, the engine class) is a
+``ClusterInference``: ``examples/eval.py`` builds this one; the CPU stand-in's
+eval entry passes its own subclass.
 """
 
 from __future__ import annotations
@@ -16,16 +21,25 @@ from areal.utils import logging
 
 from memagent_workflow.eval.checks import EvalRefused
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.infra import engines
 from memagent_workflow.infra.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
 
 
 class ClusterInference:
-    """A GPU cluster: the model and data are on disk, SGLang serves the model."""
+    """A GPU cluster: the model and data are on disk, SGLang or vLLM serves it."""
 
     def __init__(self, config: MemAgentEvalConfig):
         self.config = config
+
+    @property
+    def backend(self) -> str:
+        """``sglang`` or ``vllm`` (``EvalRefused`` if the config disagrees)."""
+        try:
+            return engines.rollout_backend(self.config)
+        except ValueError as exc:
+            raise EvalRefused(str(exc)) from exc
 
     def prepare(self) -> None:
         """Before the inputs are checked: nothing to build on a cluster."""
@@ -46,26 +60,19 @@ class ClusterInference:
 
     def engine_class(self) -> type:
         """The rollout engine class (its controller launches the servers)."""
-        from areal.engine import RemoteSGLangEngine
-
-        return RemoteSGLangEngine
+        return engines.engine_class(self.backend)
 
     def server_args(self, tp_size: int) -> dict[str, Any]:
         """Arguments of a server the scheduler launches."""
-        from areal.api.cli_args import SGLangConfig
-
-        return SGLangConfig.build_args(
-            sglang_config=self.config.sglang, tp_size=tp_size, base_gpu_id=0
-        )
+        return engines.server_args(self.config, self.backend, tp_size)
 
 
 @contextlib.contextmanager
 def open_engine(
     config: MemAgentEvalConfig, inference: ClusterInference
 ) -> Iterator[Any]:
-    """SGLang launched by AReaL (``scheduler.type`` set), or running servers."""
-    from areal.engine import RemoteSGLangEngine
-
+    """SGLang or vLLM launched by AReaL (``scheduler.type`` set), or running
+    servers."""
     ev, rollout = config.eval, config.rollout
     rollout.max_head_offpolicyness = int(1e12)  # weights never change here
     rollout.max_concurrent_rollouts = ev.concurrency
@@ -75,15 +82,15 @@ def open_engine(
         if config.scheduler.type is not None:
             stack.enter_context(inference.single_controller())
             stack.enter_context(ray_for(config.scheduler.type))
-            engine = launch_sglang(config, inference)
+            engine = launch_servers(config, inference)
         else:
             addrs = stack.enter_context(inference.servers())
-            engine = RemoteSGLangEngine(rollout)
+            engine = inference.engine_class()(rollout)
             try:  # without addresses: servers registered under rollout.experiment/trial
                 engine.initialize(addr=addrs or None, train_data_parallel_size=1)
             except RuntimeError as exc:
                 raise EvalRefused(
-                    f"{exc} Set scheduler.type=local (AReaL launches SGLang), "
+                    f"{exc} Set scheduler.type=local (AReaL launches the servers), "
                     "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
                     "run the CPU stand-in (python -m standin.eval --config "
                     "config_eval_cpu.yaml)."
@@ -92,8 +99,9 @@ def open_engine(
         yield engine
 
 
-def launch_sglang(config: MemAgentEvalConfig, inference: ClusterInference) -> Any:
-    """Single controller: AReaL's scheduler starts SGLang serving ``actor.path``."""
+def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> Any:
+    """Single controller: AReaL's scheduler starts SGLang or vLLM serving
+    ``actor.path``."""
     from areal.api.alloc_mode import ModelAllocation
     from areal.infra import LocalScheduler, RayScheduler, SlurmScheduler
 
@@ -101,9 +109,9 @@ def launch_sglang(config: MemAgentEvalConfig, inference: ClusterInference) -> An
     if config.scheduler.type not in kinds:
         raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
     alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")
-    if alloc.backend != "sglang":
+    if alloc.backend not in engines.BACKENDS:
         raise EvalRefused(
-            f"rollout.backend must be sglang:dN, got {config.rollout.backend}"
+            f"rollout.backend must be sglang:dN or vllm:dN, got {config.rollout.backend}"
         )
     scheduler = kinds[config.scheduler.type](
         exp_config=config, **inference.scheduler_kwargs()

@@ -14,7 +14,12 @@ from areal.api.cli_args import InferenceEngineConfig
 from areal.engine import RemoteSGLangEngine
 from areal.infra import RemoteInfEngine
 
-from standin.backend import StandinBackend, StandinSGLangEngine
+from standin.backend import (
+    StandinBackend,
+    StandinSGLangEngine,
+    StandinvLLMBackend,
+    StandinvLLMEngine,
+)
 from standin.trainer import StandinPPOTrainer
 
 
@@ -23,6 +28,16 @@ def test_the_stand_in_engine_keeps_sglang_s_protocol():
     assert isinstance(engine, RemoteSGLangEngine)
     assert isinstance(engine._engine, RemoteInfEngine)
     assert type(engine._engine.backend) is StandinBackend
+
+
+def test_the_vllm_twin_keeps_areal_s_vllm_protocol():
+    from areal.engine import RemotevLLMEngine
+    from areal.engine.vllm_remote import VLLMBackend
+
+    engine = StandinvLLMEngine(InferenceEngineConfig(backend="vllm:d1"))
+    assert isinstance(engine, RemotevLLMEngine)
+    assert isinstance(engine._engine.backend, VLLMBackend)
+    assert type(engine._engine.backend) is StandinvLLMBackend
 
 
 class Recorder:
@@ -42,31 +57,35 @@ class Recorder:
         self.calls.append(("initialize", kwargs))
 
 
+@pytest.mark.parametrize("backend", ["sglang", "vllm"])
 @pytest.mark.parametrize("spmd", [False, True])
-def test_the_override_builds_what_areal_would(monkeypatch, spmd):
+def test_the_override_builds_what_areal_would(monkeypatch, spmd, backend):
     from areal.api.alloc_mode import ModelAllocation
-    from areal.api.cli_args import SGLangConfig
+    from areal.api.cli_args import SGLangConfig, vLLMConfig
 
     import standin.trainer
 
-    monkeypatch.setattr(standin.trainer, "StandinSGLangEngine", Recorder)
+    monkeypatch.setitem(standin.trainer.ENGINES, backend, Recorder)
     if spmd:
         monkeypatch.setenv("AREAL_SPMD_MODE", "1")
     else:
         monkeypatch.delenv("AREAL_SPMD_MODE", raising=False)
     Recorder.calls = []
     trainer = SimpleNamespace(
-        rollout_alloc=ModelAllocation.from_str("sglang:d1", name="rollout"),
+        rollout_alloc=ModelAllocation.from_str(f"{backend}:d1", name="rollout"),
         actor_alloc=ModelAllocation.from_str("fsdp:d1", name="actor"),
         scheduler="the scheduler",
         rollout=SimpleNamespace(server_infos=["server 0"]),
         config=SimpleNamespace(
-            rollout=SimpleNamespace(backend="sglang:d1", return_routed_experts=False),
+            rollout=SimpleNamespace(
+                backend=f"{backend}:d1", return_routed_experts=False
+            ),
             sglang=SGLangConfig(model_path="/m", context_length=64),
+            vllm=vLLMConfig(model="/m", max_model_len=64),
             valid_dataset="a validation set",
         ),
     )
-    config = InferenceEngineConfig(backend="sglang:d1", max_head_offpolicyness=2)
+    config = InferenceEngineConfig(backend=f"{backend}:d1", max_head_offpolicyness=2)
     rollout = StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=False)
     evaluation = StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=True)
     assert rollout.config.max_head_offpolicyness == 2
@@ -78,8 +97,11 @@ def test_the_override_builds_what_areal_would(monkeypatch, spmd):
         assert inits == [{"train_data_parallel_size": 1}] * 2
         return
     assert [i["role"] for i in inits] == ["rollout", "eval-rollout"]
-    assert inits[0]["server_args"]["context_length"] == 64
-    assert inits[0]["server_args"]["model_path"] == "/m"
+    args = inits[0]["server_args"]  # AReaL's keys for the backend
+    if backend == "vllm":
+        assert args["max_model_len"] == 64 and args["model"] == "/m"
+    else:
+        assert args["context_length"] == 64 and args["model_path"] == "/m"
     assert "server_infos" not in inits[0]
     assert inits[1]["server_infos"] == ["server 0"]
     trainer.config.valid_dataset = None  # no validation set: no eval engine
