@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from memagent_workflow.infra.engines import allocation_backend, rollout_backend
+
 if TYPE_CHECKING:
     from memagent_workflow.preflight.run import Run
 
@@ -82,15 +84,16 @@ VLLM = Engine("vllm", "vLLM", "gpu_memory_utilization", "enable_sleep_mode", 240
 ENGINES = {e.name: e for e in (SGLANG, VLLM)}
 
 
-def backend_word(backend: str) -> str:
-    """``vllm`` of ``vllm:d4p1t1`` (or of a named ``vllm[rollout]:d2``)."""
-    return backend.split(":", 1)[0].split("[", 1)[0].strip()
-
-
 def engine_for(config: Any) -> Engine:
-    """The engine ``rollout.backend`` names (SGLang for an unknown word: AReaL
-    refuses it at start)."""
-    return ENGINES.get(backend_word(config.rollout.backend), SGLANG)
+    """The engine the run's servers speak, chosen as the trainer and the eval
+    choose it (``infra/engines.py``): ``allocation_mode``'s when it names one,
+    else ``rollout.backend``'s; SGLang for an unknown word (AReaL refuses it at
+    start). A disagreement of the two fails ``packages.check_engine``."""
+    try:
+        return ENGINES[rollout_backend(config)]
+    except ValueError:
+        launched = allocation_backend(getattr(config, "allocation_mode", "") or "")
+        return ENGINES.get(launched or "", SGLANG)
 
 
 def engine_of(run: Run) -> Engine:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from packaging.version import Version
 
+from memagent_workflow.infra.engines import rollout_backend
 from memagent_workflow.preflight.engine import VLLM_PINNED, VLLM_TORCH, engine_of
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
@@ -57,8 +58,16 @@ FLASH_WHY = {
 
 
 def check_engine(run: Run) -> Check:
-    """The package of the engine ``rollout.backend`` names."""
-    return check_vllm(run) if engine_of(run).name == "vllm" else check_sglang(run)
+    """The package of the engine the run's servers speak; first, that
+    ``allocation_mode`` and ``rollout.backend`` name the same one."""
+    engine = engine_of(run)
+    try:
+        rollout_backend(run.config)
+    except ValueError as exc:
+        return fail(
+            FAMILY, engine.name, str(exc).split(": set ")[0], "one engine", str(exc)
+        )
+    return check_vllm(run) if engine.name == "vllm" else check_sglang(run)
 
 
 def check_vllm(run: Run) -> Check:

@@ -80,6 +80,17 @@ def test_the_engine_is_the_word_of_rollout_backend(vllm_config):
     assert check_engine(vrun(vllm_config)).name == "vllm"
 
 
+def test_allocation_mode_names_the_servers_and_must_agree(vllm_config):
+    launched = changed(vllm_config, allocation_mode="vllm:d4p1t1+fsdp:d4p1t1")
+    assert check_engine(vrun(launched)).verdict is Verdict.OK
+    spoken = changed(vllm_config, rollout__backend="sglang:d4p1t1")
+    clash = changed(spoken, allocation_mode="vllm:d4p1t1+fsdp:d4p1t1")
+    assert engine_of(vrun(clash)) is VLLM  # the servers the launcher starts
+    check = check_engine(vrun(clash))
+    assert check.verdict is Verdict.FAIL
+    assert "rollout.backend=vllm:dN" in check.fix
+
+
 @pytest.mark.parametrize(
     "versions, verdict, why",
     [
