@@ -8,7 +8,8 @@ sharded over the actor's data-parallel ranks. The reference model is an FSDP
 engine of its own, stored the same way, without gradients or optimizer. Before
 sharding, every rank loads the *whole* model in the storage dtype onto its GPU
 (unless ``actor.fsdp.memory_efficient_load``), while the actor's shards of the
-earlier engine are already resident: that is the load peak. LoRA: ``lora``.
+earlier engine are already resident: that is the load peak; with LoRA, rank 0
+also holds the whole state dict while it fills the shards. LoRA: ``lora``.
 
 Rollout server (SGLang or vLLM, ``engine``): the weights in the serving dtype
 split over TP, and a share of the GPU (``sglang.mem_fraction_static`` or
@@ -100,7 +101,12 @@ def actor_memory(
     # The reference loads beside the actor's shards, or alone once the actor
     # has left the GPU (it is offloaded before the KL reference is built).
     beside = 0 if actor_offloads else whole // dp
-    peak = 0 if actor.fsdp.memory_efficient_load else max(whole, beside + ref_whole)
+    # LoRA: rank 0 keeps the whole model's state_dict to broadcast into the new
+    # shards (fsdp_engine.py: `full_state = self.model.state_dict()`), so both sit
+    # on the GPU at once. Measured on an H100 (Qwen3-4B, LoRA r32, one GPU, fp32
+    # storage): 30.6 GiB peak against 2 x 15.2 GiB (docs/gpu.md, "Measured").
+    own = whole + whole // dp if actor.use_lora else whole
+    peak = 0 if actor.fsdp.memory_efficient_load else max(own, beside + ref_whole)
     return ActorMemory(
         weights=whole // dp,
         grads=trained * store // dp,

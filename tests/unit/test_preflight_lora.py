@@ -170,7 +170,11 @@ def test_the_actor_trains_only_the_adapters(seven_b):
     assert est.grads == 2 * adapter
     assert est.adam == 3 * 2 * adapter  # adam_bf16: two moments and a Kahan buffer
     assert est.ref == 2 * QWEN25_7B_PARAMS and est.ref_apart
-    assert est.load_peak == 2 * (QWEN25_7B_PARAMS + adapter)
+    # rank 0's whole state dict beside the shards it fills (dp 1: two copies)
+    assert est.load_peak == 2 * 2 * (QWEN25_7B_PARAMS + adapter)
+    assert actor_memory(shape, cfg, 4, actor_offloads=True).load_peak == (
+        2 * (QWEN25_7B_PARAMS + adapter) * 5 // 4
+    )
     fp32 = changed(cfg, actor__optimizer_dtype="float32")
     fp32 = changed(fp32, actor__optimizer__type="adam")
     est = actor_memory(shape, fp32, 1, actor_offloads=True)
