@@ -25,6 +25,7 @@ Around it, each a folder:
     eval/           RULER-HQA and RULER evaluation: benchmarks, scoring, reports
     preflight/      checks of a GPU launch before it starts
     areal_private.py    the AReaL internals relied on, pinned: an upgrade's cost
+    areal_revised.py    their code at later AReaL commits, reviewed (areal_pins.py checks)
 
 The CPU stand-in for SGLang (``standin/``) lives outside this package.
 """

@@ -6,51 +6,19 @@ handler and engines, and its stats logger wrapped, used through their public
 methods). What is below is private, or public code whose inner order an
 override relies on; each entry is pinned by the sha256 of its source (stripped
 lines), and ``tests/unit/test_areal_private.py`` fails on the first one an
-upgrade changes. Digests are of AReaL LOCKED (1.0.4); an entry whose code
-differs in a later release carries a ``Revised`` digest for it, with what
-changed and why the project's use still holds (docs/areal-versions.md).
+upgrade changes. Digests are of AReaL LOCKED (1.0.4, LOCKED_COMMIT); where a
+later AReaL commit changed an entry's code, ``memagent_workflow/areal_revised.py``
+keeps its digest there, naming the commit, with what changed and why the
+project's use still holds (docs/areal-versions.md).
 When a pin fails: re-read the AReaL code named, bring the project's code (the
 ``users``) in line with it, then update the digest here (or add a ``Revised``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import inspect
-from dataclasses import dataclass
+from memagent_workflow.areal_pins import LOCKED, Private, digest, load
 
-LOCKED = "1.0.4"  # the AReaL of uv.lock, which CI tests
-
-
-@dataclass(frozen=True)
-class Revised:
-    """An entry's code in another AReaL release, read and found still to hold."""
-
-    areal: str  # the release (areal.__version__)
-    sha256: str
-    change: str  # what changed there, and why the project's use still holds
-
-
-@dataclass(frozen=True)
-class Private:
-    name: str  # module:qualified name
-    users: tuple[str, ...]  # module:class of the project that overrides or relies on it
-    why: str
-    sha256: str  # in AReaL LOCKED
-    overridden: bool = True  # False: relied on as it is
-    revised: tuple[Revised, ...] = ()  # releases after LOCKED where the code changed
-
-    def code(self):
-        return load(self.name)
-
-    def pinned(self, areal_version: str) -> str:
-        """The digest reviewed for ``areal_version`` (LOCKED's where not revised)."""
-        for r in self.revised:
-            if r.areal == areal_version:
-                return r.sha256
-        return self.sha256
-
+__all__ = ["LOCKED", "PRIVATE", "SUBCLASSES", "Private", "digest", "load"]
 
 TRAINER = "areal.trainer.rl_trainer:PPOTrainer"
 
@@ -106,18 +74,10 @@ PRIVATE = (
         "stats logger and the recover handler it builds (RecoverHandler(config."
         "recover, ft_spec), then load) after it, and builds the reference model "
         "for actor.kl_loss_coef after it, as it builds its own for kl_ctl > 0 "
-        "(create, initialize with the ft_spec, perf tracer, offload)",
+        "(create, initialize with the ft_spec, perf tracer, offload); on AReaL "
+        "main after v2.0.0 that body is _init_impl, which __init__ calls",
         "8bd23d69093c02dfb736e916452fcfbdd2213f2c6a74e38c33cdd6ba27e3b3b8",
         overridden=False,
-        revised=(
-            Revised(
-                "2.0.0",
-                "2ec55d20a89b5b9f02e670c0c74f1f8b111f0aa1a4ad4d7c3f378f301432ce12",
-                "only the weight-update meta of AReaL's v2 controllers changed (LoRA by "
-                "disk, else awex); the attributes the overrides read and the handler "
-                "and stats logger replaced after it are built as in 1.0.4",
-            ),
-        ),
     ),
     Private(
         f"{TRAINER}._export_and_commit_stats",
@@ -154,14 +114,6 @@ PRIVATE = (
         "loss to that loss_fn and logs kl_loss in that scope",
         "a2a91bf5c636052bab95e8903a39583c99c13bfa4963c1c64d192372b49c5bc2",
         overridden=False,
-        revised=(
-            Revised(
-                "2.0.0",
-                "a697d75e50ca4f0219ce74d34928cad29040c6e507ad0320d09c4cb0ae75ede6",
-                "the GRPO loss also takes use_cispo_loss (off by default); it is still "
-                "passed to engine.train_batch, where MemAgentPPOActor adds the KL loss",
-            ),
-        ),
     ),
     Private(
         "areal.trainer.ppo.actor:PPOActor._compute_advantages",
@@ -171,15 +123,6 @@ PRIVATE = (
         "KL is -kl_ctl x estimate: 0 with kl_ctl 0, so only the KL loss acts",
         "43947af3eb763e636f1acfa4c3fc762a5991340cdc54c47577c67ef9bf985068",
         overridden=False,
-        revised=(
-            Revised(
-                "2.0.0",
-                "c75edd1cd81f1073db09531c25b4ddea50448a724ad91a6b8a42a77c36d66e30",
-                "reward and advantage normalisation take the real group sizes (the "
-                "batch's TrajBatchMeta); ref_logp and the reward KL are computed as "
-                "in 1.0.4",
-            ),
-        ),
     ),
     Private(
         "areal.infra.scheduler.local:LocalScheduler._allocate_ports",
@@ -306,18 +249,3 @@ SUBCLASSES = (
     "standin.backend:StandinvLLMEngine",
     "standin.backend:StandinvLLMBackend",
 )
-
-
-def load(path: str):
-    """The object a ``module:qualified.name`` path names."""
-    module, qualname = path.split(":")
-    obj = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def digest(fn) -> str:
-    """sha256 of ``fn``'s source, blank lines dropped and each line stripped."""
-    lines = [line.strip() for line in inspect.getsource(fn).splitlines()]
-    return hashlib.sha256("\n".join(x for x in lines if x).encode()).hexdigest()

@@ -17,8 +17,8 @@ image). The tiers run from this checkout with that environment's Python:
   config_cpu.yaml``, 40 steps, into the environment's folder), not run by default.
 
 Each tier's JUnit report lands beside the environment; the table counts its
-tests. What differs between AReaL releases, and the table for 2.0.0:
-docs/areal-versions.md.
+tests. What differs between AReaL releases, and the tables for the v2.0.0 tag
+and AReaL's main after it: docs/areal-versions.md.
 """
 
 from __future__ import annotations

@@ -1,12 +1,17 @@
 """Ray (``scheduler.type=ray``): a cluster to join, and nodes that hold the
 worker specs placed on them.
 
-AReaL asks Ray for one bundle per worker: an actor worker's
-``actor.scheduling_spec`` (cpu, gpu, mem GB) as is, a rollout worker's
-multiplied by its TP x PP size (areal/infra/controller/rollout_controller.py).
-A node's GPUs are filled with workers, so a node needs the sum of the specs of
-the workers on its GPUs; ``mem: 64`` on 8 GPUs is 512 GB of Ray's ``memory``
-resource, which Ray sets to about 70% of the node's free RAM.
+AReaL 1.0.4 (and the v2.0.0 tag) asks Ray for one bundle per worker: an actor
+worker's ``actor.scheduling_spec`` (cpu, gpu, mem GB) as is, a rollout
+worker's multiplied by its TP x PP size (areal/infra/controller/rollout_controller.py).
+AReaL's main after the tag (its RayScheduler over HTTP, `RAY_OVER_HTTP`) asks
+for one bundle per role and node, holding that role's workers on the node
+(their specs summed; PACK), scales the rollout spec the same way, refuses a
+cluster without GPUs and ``SchedulingSpec.additional_bash_cmds``, and calls
+``ray.init(address="auto")`` itself. Either way a node's GPUs are filled with
+workers, so a node needs the sum of the specs of the workers on its GPUs;
+``mem: 64`` on 8 GPUs is 512 GB of Ray's ``memory`` resource, which Ray sets
+to about 70% of the node's free RAM.
 
 ``examples/train.py`` calls ``ray.init()``: it joins the cluster started with
 ``ray start`` (or ``RAY_ADDRESS``), and without one starts Ray on this machine
@@ -18,6 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memagent_workflow.infra.ray_cluster import RAY_OVER_HTTP
 from memagent_workflow.preflight.probes import RayNode
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok
 
@@ -69,6 +75,28 @@ def _fits(node: RayNode, need: NodeNeed) -> list[str]:
     return short
 
 
+HTTP_BUNDLES = "; one bundle per role and node (AReaL main's RayScheduler)"
+HTTP_FIX = (
+    "AReaL's RayScheduler over HTTP (AReaL main after v2.0.0) runs on GPU "
+    "clusters only, without additional_bash_cmds (use env_vars): use "
+    "scheduler.type=local on this machine, or AReaL 1.0.4 or the v2.0.0 tag"
+)
+
+
+def http_scheduler_refuses(run: Run) -> str | None:
+    """What AReaL main's RayScheduler refuses in this config, if anything."""
+    bash = [
+        role
+        for role in ("actor", "rollout")
+        if any(
+            s.additional_bash_cmds for s in getattr(run.config, role).scheduling_spec
+        )
+    ]
+    if bash:
+        return f"{'/'.join(bash)}.scheduling_spec sets additional_bash_cmds"
+    return None
+
+
 def check_ray(run: Run) -> Check:
     name = "cluster and placement"
     if run.scheduler != "ray":
@@ -77,7 +105,10 @@ def check_ray(run: Run) -> Check:
     needed = (
         f"per node: {need.workers} workers x spec = CPU {need.cpus:g}, GPU "
         f"{need.gpus:g}, memory {need.memory_bytes / 2**30:.0f} GiB"
+        + (HTTP_BUNDLES if RAY_OVER_HTTP else "")
     )
+    if RAY_OVER_HTTP and (refused := http_scheduler_refuses(run)):
+        return fail(FAMILY, name, refused, needed, HTTP_FIX)
     fix = (
         "lower actor.scheduling_spec mem/cpu (per worker; x workers per node), or "
         "use nodes with more"
@@ -94,6 +125,8 @@ def check_ray(run: Run) -> Check:
                 "start Ray on every node first: ray start --head on this one, "
                 "ray start --address=HEAD_IP:6379 on the others",
             )
+        if RAY_OVER_HTTP and not run.gpus:
+            return fail(FAMILY, name, "no GPU on this machine", needed, HTTP_FIX)
         if run.job_provides_inputs:
             return not_applicable(
                 FAMILY, name, f"{run.hook} starts its own local Ray instance"
@@ -116,6 +149,8 @@ def check_ray(run: Run) -> Check:
                 f"{n_nodes} nodes (cluster.n_nodes); " + needed,
                 "join the missing nodes: ray start --address=HEAD_IP:6379",
             )
+    if RAY_OVER_HTTP and not any(n.gpus for n in nodes):
+        return fail(FAMILY, name, f"no GPU on {len(nodes)} node(s)", needed, HTTP_FIX)
     bad = {n.name: _fits(n, need) for n in nodes}
     bad = {k: v for k, v in bad.items() if v}
     listed = "; ".join(

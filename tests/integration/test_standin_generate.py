@@ -11,6 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM
 
+from tests.areal_release import versions_stamped_at_send
 from tests.http import call
 from tests.integration.test_standin_server import (
     PROMPT,
@@ -166,7 +167,17 @@ def test_input_token_logprobs_for_scoring(standin_server, ref_model):
 
 
 def test_areal_remote_sglang_engine(standin_server, ref_model):
-    """AReaL's real client: concurrent agenerate, then a pause/resume mid-request."""
+    """AReaL's real client: concurrent agenerate, then pause/resume mid-request.
+
+    The weight version each output token carries (``output_versions``) is the
+    version current when the reply holding it arrived on AReaL 1.0.4 and the
+    v2.0.0 tag, and the version current when its request was sent on AReaL's
+    main after the tag (#1569): `versions_stamped_at_send` finds out which rule
+    the installed AReaL follows. In the trainer's order (new requests held
+    while the weights change, ``PPOTrainer.train``'s ``rollout.pause()``) both
+    rules give each token the version that generated it; with the server
+    paused alone, a request resubmitted before the version moved keeps the old
+    one on main (docs/areal-versions.md)."""
     import asyncio
 
     from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
@@ -189,16 +200,29 @@ def test_areal_remote_sglang_engine(standin_server, ref_model):
         reqs.append(request(PROMPT, 30, stop_token_ids=list(range(512))))
         return await asyncio.gather(*[engine.agenerate(r) for r in reqs])
 
-    async def interrupted():
+    async def interrupted(version, trainer_order):
         task = asyncio.create_task(
             engine.agenerate(request(PROMPT, 1500, ignore_eos=True))
         )
         await asyncio.to_thread(wait_running, standin_server)
+        if trainer_order:
+            engine.pause()  # no request goes out until resume()
         await asyncio.to_thread(engine.pause_generation)
         await asyncio.sleep(0.3)  # let the client take in the aborted chunk
-        engine.set_version(1)  # as after a weight update
+        engine.set_version(version)  # as after a weight update
         await asyncio.to_thread(engine.continue_generation)
+        if trainer_order:
+            engine.resume()
         return await task
+
+    def check(r):
+        assert r.stop_reason == "length" and len(r.output_tokens) == 1500
+        assert len(r.output_logprobs) == len(r.output_versions) == 1500
+        assert r.output_versions == sorted(r.output_versions)
+        got = torch.tensor(r.output_logprobs)
+        want = recompute(ref_model, PROMPT, r.output_tokens, 1.0)
+        assert torch.allclose(got, want, atol=1e-4)
+        return r.output_versions[0], r.output_versions[-1]
 
     try:
         resps = asyncio.run(concurrent())
@@ -210,15 +234,13 @@ def test_areal_remote_sglang_engine(standin_server, ref_model):
             assert r.input_tokens == PROMPT[: i + 1] and set(r.output_versions) == {0}
         assert resps[6].stop_reason == "stop" and len(resps[6].output_tokens) == 1
 
-        r = asyncio.run(interrupted())
-        assert r.stop_reason == "length" and len(r.output_tokens) == 1500
-        assert len(r.output_logprobs) == len(r.output_versions) == 1500
-        # Tokens before the pause carry version 0, the resubmitted rest version 1.
-        assert r.output_versions[0] == 0 and r.output_versions[-1] == 1
-        assert r.output_versions == sorted(r.output_versions)
-        got = torch.tensor(r.output_logprobs)
-        want = recompute(ref_model, PROMPT, r.output_tokens, 1.0)
-        assert torch.allclose(got, want, atol=1e-4)
+        # The trainer's order: tokens before the pause carry version 0, the
+        # resubmitted rest version 1, under either rule.
+        assert check(asyncio.run(interrupted(1, trainer_order=True))) == (0, 1)
+        # The server paused alone: the client resubmits at once (version 1) and
+        # the server holds the request while the version moves to 2.
+        last = 1 if versions_stamped_at_send() else 2
+        assert check(asyncio.run(interrupted(2, trainer_order=False))) == (1, last)
     finally:
         engine.destroy()
         call(standin_server, "/continue_generation", {})

@@ -1,9 +1,12 @@
 """AReaL's private internals the project relies on are unchanged and all listed.
 
-The list itself, each entry with why, is ``memagent_workflow/areal_private.py``.
+The list itself, each entry with why, is ``memagent_workflow/areal_private.py``;
+the code of later AReaL commits, read again, is in ``areal_revised.py``.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import areal
 import pytest
@@ -12,30 +15,49 @@ from memagent_workflow.areal_private import (
     LOCKED,
     PRIVATE,
     SUBCLASSES,
-    digest,
     load,
 )
+from memagent_workflow.areal_revised import MAIN, REVISED, TAG
 
 
 @pytest.mark.parametrize("entry", PRIVATE, ids=[p.name for p in PRIVATE])
 def test_what_the_project_relies_on_is_unchanged(entry):
-    assert digest(entry.code()) == entry.pinned(areal.__version__), (
-        f"AReaL {areal.__version__}: {entry.name} differs from the code reviewed "
-        f"for that release. The project relies on it ({entry.why}); re-check "
-        f"{', '.join(entry.users)}, then update the digest (or its Revised entry) "
-        "in memagent_workflow/areal_private.py."
-    )
+    problem = entry.unreviewed(areal.__version__)
+    assert problem is None, problem
 
 
 def test_a_revised_digest_applies_to_its_release_only():
     revised = [p for p in PRIVATE if p.revised]
-    assert revised  # AReaL 2.0.0 changed three of them
+    assert revised  # the v2.0.0 tag changed three of them, AReaL main eight
+    assert set(REVISED) <= {p.name for p in PRIVATE}  # no stray revisions
     for entry in revised:
         for r in entry.revised:
             assert r.areal != LOCKED and r.sha256 != entry.sha256 and r.change
-            assert entry.pinned(r.areal) == r.sha256
-        assert entry.pinned(LOCKED) == entry.sha256
-        assert entry.pinned("9.9.9") == entry.sha256  # unreviewed: 1.0.4's
+            assert r.commit in (TAG, MAIN) and r.sha256 in entry.pinned(r.areal)
+        assert entry.pinned(LOCKED) == (entry.sha256,)
+        assert entry.pinned("9.9.9") == (entry.sha256,)  # unreviewed: 1.0.4's
+
+
+def test_one_release_accepts_the_code_of_each_commit_read_for_it():
+    init = next(p for p in PRIVATE if p.name.endswith("PPOTrainer.__init__"))
+    commits = [r.commit for r in init.reviews("2.0.0")]
+    assert [c.split()[0] for c in commits] == ["a0f3dca2", "fee938ea", "cbff54d6"]
+    # On main the body moved to _init_impl: that commit's digest covers both.
+    assert init.reviews("2.0.0")[-1].code[-1].endswith("PPOTrainer._init_impl")
+
+
+def test_an_unknown_digest_fails_naming_the_function_and_the_commits(monkeypatch):
+    init = next(p for p in PRIVATE if p.name.endswith("PPOTrainer.__init__"))
+    unknown = "0" * 64
+    monkeypatch.setitem(
+        REVISED, init.name, tuple(replace(r, sha256=unknown) for r in init.revised)
+    )
+    entry = replace(init, sha256=unknown)
+    assert entry.reviewed("2.0.0") is None
+    problem = entry.unreviewed("2.0.0")
+    assert init.name in problem and "__init__ + _init_impl" in problem
+    for commit in ("a0f3dca2", "fee938ea", "cbff54d6"):
+        assert commit in problem
 
 
 def areal_private_overrides(cls) -> set[str]:

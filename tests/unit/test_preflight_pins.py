@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import inspect
 
+import pytest
+
 from memagent_workflow.preflight.packages import FLASH_IMPORTS, SGLANG_MIN
-from tests.areal_release import NO_CPU_RAY
+from tests.areal_release import CPU_RAY, NO_CPU_RAY
 
 
 def test_areal_checks_the_sglang_version_the_preflight_asks_for():
@@ -65,3 +67,21 @@ def test_ray_bundles_carry_the_worker_spec_per_worker():
 
     source = inspect.getsource(rpg._bundle_spec)
     assert '"memory": mem * 1024**3' in source
+
+
+@pytest.mark.skipif(CPU_RAY, reason="AReaL main's RayScheduler over HTTP only")
+def test_http_ray_bundles_hold_a_roles_workers_per_node():
+    """AReaL main after v2.0.0: one bundle per role and node, the specs of the
+    role's workers there summed; GPUs required; ray.init called by it."""
+    from areal.api.cli_args import SchedulingSpec
+    from areal.infra.scheduler.ray import RayScheduler
+
+    scheduler = RayScheduler.__new__(RayScheduler)
+    scheduler._n_gpus_per_node, scheduler.ray_device_resource = 8, "GPU"
+    spec = SchedulingSpec(cpu=4, gpu=1, mem=32)
+    bundles, _, _ = scheduler._build_node_plan(16, spec)
+    assert bundles == [{"CPU": 32, "GPU": 8.0, "memory": 256 * 1024**3}] * 2
+    init = inspect.getsource(RayScheduler.__init__)
+    assert "initialize_ray()" in init and "-only clusters" in init
+    specs = inspect.getsource(RayScheduler._prepare_worker_specs)
+    assert "additional_bash_cmds" in specs

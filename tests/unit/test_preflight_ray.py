@@ -3,6 +3,8 @@ specs placed on them (8 workers x mem 64 = 512 GiB per node)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from memagent_workflow.preflight import Verdict
@@ -73,3 +75,47 @@ def test_one_node_without_a_cluster_is_checked_against_this_machine():
 def test_not_a_ray_run():
     local = load("config.yaml", "scheduler.type=local")
     assert check_ray(run_of(local)).verdict is Verdict.NA
+
+
+@pytest.fixture
+def http_ray(monkeypatch):
+    """The check as it reads AReaL main's RayScheduler over HTTP (`RAY_OVER_HTTP`)."""
+    monkeypatch.setattr("memagent_workflow.preflight.cluster.RAY_OVER_HTTP", True)
+
+
+def test_http_scheduler_on_gpu_nodes_that_hold_the_specs_passes(cfg, http_ray):
+    big = FakeRay(nodes=[h100_node(1400) for _ in range(4)])
+    check = check_ray(run_of(cfg, ray=big))
+    assert check.verdict is Verdict.OK
+    assert "one bundle per role and node" in check.needed
+
+
+def test_http_scheduler_refuses_a_cluster_without_gpus(cfg, http_ray):
+    cpu_only = FakeRay(nodes=[h100_node(1400, gpus=0) for _ in range(4)])
+    check = check_ray(run_of(cfg, ray=cpu_only))
+    assert check.verdict is Verdict.FAIL and "no GPU on 4 node(s)" in check.found
+    assert "GPU clusters only" in check.fix and "scheduler.type=local" in check.fix
+
+
+def test_http_scheduler_refuses_this_machine_without_gpus(http_ray):
+    one = load("config.yaml", "scheduler.type=ray")
+    check = check_ray(run_of(one, hardware=FakeHardware(gpus(0))))
+    assert check.verdict is Verdict.FAIL and check.found == "no GPU on this machine"
+
+
+def test_http_scheduler_refuses_additional_bash_cmds(http_ray):
+    bash = copy.deepcopy(load("config.yaml", "scheduler.type=ray"))
+    bash.actor.scheduling_spec[0].additional_bash_cmds = ["ulimit -n 65536"]
+    check = check_ray(run_of(bash, hardware=FakeHardware(gpus(8))))
+    assert check.verdict is Verdict.FAIL
+    assert check.found == "actor.scheduling_spec sets additional_bash_cmds"
+
+
+def test_placement_group_scheduler_is_not_refused_for_want_of_gpus(monkeypatch):
+    """1.0.4 and the v2.0.0 tag place CPU workers too (the CPU Ray launch):
+    without GPUs, the check counts the node's GPUs against the specs only."""
+    monkeypatch.setattr("memagent_workflow.preflight.cluster.RAY_OVER_HTTP", False)
+    one = load("config.yaml", "scheduler.type=ray")
+    check = check_ray(run_of(one, hardware=FakeHardware(gpus(0))))
+    assert "GPU 0 < 8" in check.fix and "GPU clusters only" not in check.fix
+    assert "bundle per role" not in check.needed
