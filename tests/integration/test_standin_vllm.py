@@ -203,10 +203,16 @@ def test_remote_vllm_engine(server, ref_model, tiny_model_dir, tmp_path):
             engine.agenerate(request(PROMPT, n, ignore_eos=True))
         )
         await asyncio.to_thread(wait_running, server)
+        # The trainer's order (PPOTrainer.train's rollout.pause()): no request
+        # goes out until resume(), so the tokens after the update carry version
+        # 1 whether AReaL stamps them at reply (1.0.4, the v2.0.0 tag) or at send
+        # (AReaL main, #1569; tests/integration/test_standin_generate.py).
+        engine.pause()
         await asyncio.to_thread(engine.pause_generation)
         await asyncio.sleep(0.3)  # let the client take in the aborted part
         engine.set_version(1)  # as after a weight update
         await asyncio.to_thread(engine.continue_generation)
+        engine.resume()
         return await task
 
     try:
