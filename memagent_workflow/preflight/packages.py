@@ -58,9 +58,15 @@ FLASH_WHY = {
 
 
 def check_engine(run: Run) -> Check:
-    """The package of the engine the run's servers speak; first, that
+    """The package of the engine the run's servers speak (``engine_of``), once
     ``allocation_mode`` and ``rollout.backend`` name the same one."""
     engine = engine_of(run)
+    if not run.gpu_run:
+        return not_applicable(FAMILY, engine.name, f"CPU run: no {engine.label} server")
+    if run.servers_running:
+        return not_applicable(
+            FAMILY, engine.name, "eval against servers already running"
+        )
     try:
         rollout_backend(run.config)
     except ValueError as exc:
@@ -71,11 +77,9 @@ def check_engine(run: Run) -> Check:
 
 
 def check_vllm(run: Run) -> Check:
+    """vLLM at AReaL's pin, with the torch its kernels are built for (a GPU run
+    that starts vLLM servers: `check_engine`)."""
     name = "vllm"
-    if not run.gpu_run:
-        return not_applicable(FAMILY, name, "CPU run: no vLLM server")
-    if run.servers_running:
-        return not_applicable(FAMILY, name, "eval against servers already running")
     found = run.packages.version("vllm")
     torch = run.packages.version("torch")
     needed = f"{VLLM_PINNED} (AReaL 1.0.4's vLLM variant) with torch {VLLM_TORCH}"
@@ -111,14 +115,9 @@ def check_vllm(run: Run) -> Check:
 
 
 def check_sglang(run: Run) -> Check:
+    """SGLang at AReaL's minimum (a GPU run that starts SGLang servers:
+    `check_engine`)."""
     name = "sglang"
-    if not run.gpu_run:
-        return not_applicable(FAMILY, name, "CPU run: no SGLang server")
-    if run.servers_running:
-        return not_applicable(FAMILY, name, "eval against servers already running")
-    backend = run.config.rollout.backend.split(":", 1)[0]
-    if backend != "sglang":
-        return not_applicable(FAMILY, name, f"rollout.backend is {backend}")
     found = run.packages.version("sglang")
     needed = f">= {SGLANG_MIN} (AReaL's check), pinned {SGLANG_PINNED}"
     if found is None:

@@ -9,6 +9,7 @@ import pytest
 
 from memagent_workflow.preflight import Verdict
 from memagent_workflow.preflight.packages import (
+    check_engine,
     check_flash_attention,
     check_nccl,
     check_path_python,
@@ -82,7 +83,7 @@ def test_sdpa_on_gpu_fails_packed_rows_would_mix(gpu_config):
 
 def test_cpu_run_needs_no_gpu_package():
     run = run_of(load("config_cpu.yaml"), packages=FakePackages(cuda=None, nccl=None))
-    for check in (check_sglang, check_flash_attention, check_torch_cuda, check_nccl):
+    for check in (check_engine, check_flash_attention, check_torch_cuda, check_nccl):
         assert check(run).verdict is Verdict.NA
 
 
@@ -103,7 +104,7 @@ def test_sglang_version_against_arealS_minimum(gpu_config, installed, verdict):
 
 def test_eval_against_running_servers_needs_no_sglang():
     cfg = load("config_eval.yaml")  # scheduler.type null, no allocation_mode
-    check = check_sglang(run_of(cfg, kind="eval", packages=FakePackages()))
+    check = check_engine(run_of(cfg, kind="eval", packages=FakePackages()))
     assert check.verdict is Verdict.NA
 
 

@@ -111,7 +111,7 @@ def test_vllm_row_is_not_applicable_without_a_server(vllm_config):
     cpu = changed(vllm_config, cluster__n_gpus_per_node=0)
     for spec in (*cpu.actor.scheduling_spec, *cpu.rollout.scheduling_spec):
         spec.gpu = 0
-    assert check_vllm(vrun(cpu)).verdict is Verdict.NA
+    assert check_engine(vrun(cpu)).verdict is Verdict.NA
 
 
 @pytest.mark.parametrize("flash", [True, False])
