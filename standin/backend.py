@@ -25,10 +25,8 @@ construction) and reports it; `StandinBackend` writes it back into
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,17 +42,7 @@ from areal.engine.vllm_remote import VLLMBackend
 from areal.infra import RemoteInfEngine
 from areal.utils.network import format_hostport
 
-from standin.launch import server_flags
-
-# Stand-in only, for tests: a launched stand-in writes its exit report (served
-# weights' digest, updates received) into this folder.
-REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
-# Stand-in only, for tests: more flags for a launched stand-in (``--faults``,
-# ``--event-log``; see ``standin.faults``).
-EXTRA_ARGS_ENV = "STANDIN_EXTRA_ARGS"
-
-
-_launches = itertools.count()
+from standin.launch import probe_flags, server_flags
 
 
 def standin_command(server_args: dict[str, Any], protocol: str = "sglang") -> list[str]:
@@ -62,14 +50,9 @@ def standin_command(server_args: dict[str, Any], protocol: str = "sglang") -> li
     key = "model" if protocol == "vllm" else "model_path"
     if not server_args.get(key):
         raise ValueError(f"server_args lack {key} ({protocol}.{key})")
-    flags = server_flags(server_args, protocol)
-    cmd = [sys.executable, "-m", "standin.server", *flags]
-    if os.environ.get(REPORT_DIR_ENV):  # tests: where to leave the exit report
-        name = f"standin-{os.getpid()}-{next(_launches)}.json"
-        cmd += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
-    cmd += shlex.split(os.environ.get(EXTRA_ARGS_ENV, ""))
+    cmd = [sys.executable, "-m", "standin.server", *server_flags(server_args, protocol)]
     # The stand-in exits with the worker that launched it.
-    return cmd + ["--parent-pid", str(os.getpid())]
+    return cmd + probe_flags() + ["--parent-pid", str(os.getpid())]
 
 
 def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float = 300.0) -> None:

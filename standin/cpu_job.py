@@ -30,6 +30,7 @@ from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
 from standin.launch import (
     find_free_port,
     own_server_args,
+    probe_flags,
     server_flags,
     start_standin_server,
 )
@@ -138,7 +139,8 @@ def standin_server(
         port=cfg.port or None,
         seed=config.vllm.seed if protocol == "vllm" else config.sglang.random_seed,
         log_file=log_file,
-        extra_args=server_flags(own_server_args(config, protocol), protocol),
+        extra_args=server_flags(own_server_args(config, protocol), protocol)
+        + probe_flags(),
     )
     logger.info(f"CPU stand-in server (not a production engine) at {server.addr}")
     try:

@@ -8,8 +8,10 @@ Light on imports (no torch, no areal) so scripts can use it cheaply::
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shlex
 import socket
 import subprocess
 import sys
@@ -23,6 +25,24 @@ from pathlib import Path
 from typing import IO, Any
 
 _REPO_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+# Stand-in only, for tests: every stand-in a run starts (by AReaL's rollout
+# worker, or the CPU job's own in the one-process mode) writes its exit report
+# (served weights' digest, updates received) into REPORT_DIR_ENV's folder and
+# takes EXTRA_ARGS_ENV's flags (``--faults``, ``--event-log``; see ``standin.faults``).
+REPORT_DIR_ENV = "STANDIN_REPORT_DIR"
+EXTRA_ARGS_ENV = "STANDIN_EXTRA_ARGS"
+_launches = itertools.count()
+
+
+def probe_flags() -> list[str]:
+    """The flags ``REPORT_DIR_ENV`` and ``EXTRA_ARGS_ENV`` ask for (none unset)."""
+    flags = []
+    if os.environ.get(REPORT_DIR_ENV):
+        name = f"standin-{os.getpid()}-{next(_launches)}.json"
+        flags += ["--report-file", os.path.join(os.environ[REPORT_DIR_ENV], name)]
+    return flags + shlex.split(os.environ.get(EXTRA_ARGS_ENV, ""))
 
 
 # SGLang server arguments the stand-in honours, and its flags for them. Every

@@ -8,7 +8,9 @@ fresh copy of the repository's tracked files (`fresh_clone`), with the
 config's relative paths (``outputs/cpu/...``) as they are. AReaL's rollout
 worker launches the stand-in and stops it at the end; the stand-in leaves an
 exit report (stand-in only: its served weights' digest and the weight updates
-it received) in ``reports/``.
+it received) in ``reports/``, and logs every POST it answers in
+``events.jsonl`` (``--event-log``: which routes, hence which protocol, a run
+used).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,10 +29,11 @@ import torch
 from transformers import AutoModelForCausalLM
 
 from bench.learning import NO_LENGTH_EVAL
-from standin.backend import REPORT_DIR_ENV
+from standin.launch import EXTRA_ARGS_ENV, REPORT_DIR_ENV
 from standin.model import weights_digest
 
 ROOT = Path(__file__).resolve().parents[2]
+EVENTS = "events.jsonl"  # the stand-in's event log, in a run's folder
 
 # The launches the tests run: docs/gpu.md's GPU commands with the GPU config's
 # weight sync (xccl, bf16) or config_cpu.yaml's (disk). docs/gpu.md lists them.
@@ -43,6 +47,11 @@ LAUNCHES = {
     "ray_disk": ("scheduler.type=ray",),
     "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
 }
+# The README's override for vLLM (AReaL's RemotevLLMEngine, the stand-in in its
+# vLLM mode), on the launches whose weight path differs: xccl's routes under
+# the single controller, and the one-process mode's own server.
+VLLM = "rollout.backend=vllm:d1"
+LAUNCHES |= {f"vllm_{n}": (*LAUNCHES[n], VLLM) for n in ("local_xccl", "spmd_disk")}
 EVAL_LAUNCH = ("scheduler.type=local",)
 
 # 2 GRPO steps of 2 questions x 2 episodes x 2 turns; step 2 waits for v1;
@@ -69,11 +78,12 @@ def digest_of(path: Path) -> str:
     return weights_digest(model)
 
 
-def worker_env(reports: Path) -> dict[str, str]:
+def worker_env(out: Path) -> dict[str, str]:
     # Workers and the stand-in inherit this environment (LocalScheduler passes
     # it on; Ray's workers get it from the Ray instance the job starts). No
     # PYTHONPATH: the project's environment makes it importable, as for users.
-    env = {**os.environ, REPORT_DIR_ENV: str(reports), "OMP_NUM_THREADS": "1"}
+    env = {**os.environ, REPORT_DIR_ENV: str(out / "reports"), "OMP_NUM_THREADS": "1"}
+    env.setdefault(EXTRA_ARGS_ENV, f"--event-log {out / EVENTS}")
     env.pop("PYTHONPATH", None)
     return env
 
@@ -117,6 +127,12 @@ class Run:
         return [json.loads(line) for line in text.splitlines()]
 
     @property
+    def routes(self) -> Counter[str]:
+        """The POST requests the run's stand-in answered, by route."""
+        lines = (self.out / EVENTS).read_text().splitlines()
+        return Counter(json.loads(line)["path"] for line in lines)
+
+    @property
     def checkpoint(self) -> Path:
         return next(self.out.rglob("checkpoints/**/config.json")).parent
 
@@ -133,7 +149,7 @@ class Launched:
         self.proc = subprocess.Popen(
             cmd,
             cwd=cwd,
-            env=worker_env(out / "reports"),
+            env=worker_env(out),
             stdout=self._log,
             stderr=subprocess.STDOUT,
             text=True,

@@ -33,8 +33,7 @@ import psutil
 
 from bench.learning import NO_LENGTH_EVAL
 from memagent_workflow.infra.terminal import CONSOLE_LOG
-from standin.backend import EXTRA_ARGS_ENV
-from standin.launch import StandinServer
+from standin.launch import EXTRA_ARGS_ENV, StandinServer
 
 ROOT = Path(__file__).resolve().parents[2]
 QUESTIONS, BATCH, LR = 8, 2, 1e-3

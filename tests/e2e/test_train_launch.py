@@ -1,17 +1,21 @@
-"""The CPU main job as GPU users launch it: AReaL's single controller and Ray.
+"""The CPU main job as GPU users launch it: AReaL's single controller, Ray, and
+(on vLLM) the one-process SPMD mode.
 
 Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
-``scheduler.type=local|ray`` and ``actor.weight_update_mode=disk|xccl``, run as
+``scheduler.type=local|ray|null``, ``actor.weight_update_mode=disk|xccl`` and
+``rollout.backend=sglang|vllm:d1`` (the ``vllm_`` runs: xccl under the single
+controller, and the one-process mode's own server, through `RemotevLLMEngine`), run as
 docs/gpu.md writes them: from the root of a fresh copy of the repository, with
 ``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
-the stand-in where it would launch SGLang. The xccl run trains in bfloat16, as
+the stand-in where it would launch SGLang (or vLLM). The xccl runs train in bfloat16, as
 the GPU recipe does, so every tensor is cast on its way into the float32
 server, and uses 0.02 MB buckets so the needle model (88 KB in bf16) takes several.
 
-The exit report read here (digest, weight syncs) is stand-in only: SGLang has
-no such report.
+The exit report read here (digest, weight syncs) and the event log (the
+routes a server answered) are stand-in only: SGLang and vLLM have no such
+report.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from standin.train import load_config
 from tests.areal_release import CPU_RAY, NO_CPU_RAY
 from tests.e2e.launch_runs import (
     LAUNCHES,
+    VLLM,
     Launched,
     digest_of,
     fresh_clone,
@@ -45,9 +50,13 @@ EXTRA = {
     "local_disk": (),
     "local_xccl": ("standin.xccl_bucket_mb=0.02",),
     "ray_disk": ("seed=103", "valid_dataset=null"),
+    # vLLM: validation runs in test_train_vllm.py; here only what differs
+    "vllm_local_xccl": ("standin.xccl_bucket_mb=0.02", "valid_dataset=null"),
+    "vllm_spmd_disk": (),
 }
 ONE_SEED = ("local_disk", "local_xccl")
 RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"ray_disk"}))
+VLLM_RUNS = [name for name in RUNS if VLLM in LAUNCHES[name]]
 
 
 @pytest.fixture(scope="module")
@@ -132,8 +141,8 @@ def ray_disk(runs):
 
 
 @pytest.fixture(params=RUNS)
-def run(request):
-    return request.getfixturevalue(request.param)
+def run(request, runs):
+    return get(runs, request.param)
 
 
 def report_of(run) -> dict:
@@ -155,7 +164,7 @@ def test_one_weight_sync_per_step_with_every_tensor(run, request):
     )
     for sync in syncs:
         assert sync["tensors"] == sync["distinct_tensors"] == n_params
-        if request.node.callspec.params["run"] == "local_xccl":
+        if "xccl" in request.node.callspec.params["run"]:
             assert sync["source"] == "distributed"
             assert sync["requests"] >= 2  # several buckets, one request each
             assert sync["dtypes"] == ["bfloat16"]  # cast into the float32 server
@@ -177,6 +186,29 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
         ["--config", "config_cpu.yaml", f"cluster.fileroot={tmp_path}"]
     )
     assert report_of(run)["context_length"] == config.sglang.context_length
+    assert config.vllm.max_model_len == config.sglang.context_length  # vLLM's
+
+
+@pytest.mark.parametrize("run", VLLM_RUNS, indirect=True)
+def test_vllm_runs_generate_and_sync_over_vllms_routes(run, request):
+    """Only AReaL's ``VLLMBackend`` (in `RemotevLLMEngine`) sends these."""
+    report, routes = report_of(run), run.routes
+    assert report["protocol"] == "vllm"
+    assert routes["/v1/completions"] > 0 and routes["/generate"] == 0
+    # one pause per step (a resume may come more: the one-process mode's trainer
+    # also resumes before its first rollout)
+    assert (
+        routes["/areal_pause_generation"] == 2 <= routes["/areal_continue_generation"]
+    )
+    if "xccl" in request.node.callspec.params["run"]:
+        assert routes["/areal_init_weights_update_group"] == 1
+        buckets = sum(s["requests"] for s in report["weight_syncs"])
+        assert routes["/areal_set_update_weight_meta"] == buckets
+        assert routes["/areal_update_weights_xccl"] == buckets
+        assert routes["/update_weights_from_distributed"] == 0
+    else:
+        assert routes["/areal_update_weights"] == 2  # one per step
+        assert routes["/update_weights_from_disk"] == 0
 
 
 def test_two_runs_with_one_seed_at_once_each_served_their_own_stand_in(

@@ -12,15 +12,19 @@ server ends serving exactly the weights the actor saved. Both are stand-in only.
 
 from __future__ import annotations
 
-import json
 import shlex
-from collections import Counter
 
 import pytest
 
 from memagent_workflow.infra.terminal import CONSOLE_LOG
-from standin.backend import EXTRA_ARGS_ENV
-from tests.e2e.launch_runs import ROOT, Launched, digest_of, fresh_clone, train_cmd
+from tests.e2e.launch_runs import (
+    ROOT,
+    VLLM,
+    Launched,
+    digest_of,
+    fresh_clone,
+    train_cmd,
+)
 
 HEAD = "uv run python -m standin.train --config config_cpu.yaml "
 
@@ -36,17 +40,12 @@ def readme_overrides() -> list[str]:
 @pytest.fixture(scope="module")
 def run(needle_model_dir, tmp_path_factory):
     clone = fresh_clone(tmp_path_factory.mktemp("vllm"), needle_model_dir)
-    events = clone / "events.jsonl"
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(EXTRA_ARGS_ENV, f"--event-log {events}")
-        launched = Launched(train_cmd(*readme_overrides()), clone, cwd=clone)
-        result = launched.finish()
-    paths = [json.loads(line)["path"] for line in events.read_text().splitlines()]
-    return result, Counter(paths)
+    result = Launched(train_cmd(*readme_overrides()), clone, cwd=clone).finish()
+    return result, result.routes
 
 
 def test_the_readme_override_is_the_vllm_backend():
-    assert readme_overrides() == ["rollout.backend=vllm:d1"]
+    assert readme_overrides() == [VLLM]
 
 
 def test_rollouts_and_weight_updates_go_through_areals_vllm_client(run):

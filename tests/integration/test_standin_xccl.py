@@ -2,19 +2,22 @@
 
 This test process plays the FSDP engine's part in
 ``_init_weight_update_from_distributed`` / ``_update_weights_from_distributed``:
-AReaL's client sends the requests (`RemoteSGLangEngine.init_weights_update_group`,
+AReaL's client sends the requests (``init_weights_update_group``,
 ``update_weights_from_distributed``), AReaL's ``init_custom_process_group`` opens
 the gloo group as rank 0, and every tensor of every bucket is broadcast in order.
+Each test runs in both protocols the stand-in speaks: SGLang's
+(`RemoteSGLangEngine`: ``/init_weights_update_group``, one
+``/update_weights_from_distributed`` per bucket) and AReaL's vLLM extension's
+(`RemotevLLMEngine`: ``/areal_init_weights_update_group``, then per bucket
+``/areal_set_update_weight_meta`` and ``/areal_update_weights_xccl``).
 The weights travel as bfloat16, as the GPU recipe sends them. ``/weights_digest``
 and the ``weight_syncs`` field of ``/get_server_info`` are stand-in only.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import shutil
-import urllib.error
-import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -26,68 +29,83 @@ from standin.launch import StandinServer, find_free_port
 from standin.model import weights_digest
 from tests.http import call
 
+GROUP = "update_weight_group"  # AReaL's FSDP engine's name for it
+SERVER_ARGS = {"sglang": [], "vllm": ["--protocol", "vllm"]}
+
 
 def get(server, path):
-    with urllib.request.urlopen(f"{server.url}{path}", timeout=60) as r:
-        return json.loads(r.read())
+    status, out = call(server, path)
+    assert status == 200, out
+    return out
+
+
+@pytest.fixture(scope="module", params=sorted(SERVER_ARGS))
+def protocol(request) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def server(tiny_model_dir, tmp_path_factory):
+def server(protocol, tiny_model_dir, tmp_path_factory):
     """A stand-in of its own: these tests change its weights."""
-    root = tmp_path_factory.mktemp("xccl")
+    root = tmp_path_factory.mktemp(f"xccl_{protocol}")
     shutil.copytree(tiny_model_dir, root / "model")
-    with StandinServer(root / "model", log_file=root / "server.log") as srv:
+    with StandinServer(
+        root / "model", log_file=root / "server.log", extra_args=SERVER_ARGS[protocol]
+    ) as srv:
         yield srv
 
 
 @pytest.fixture(scope="module")
-def trainer(server):
+def trainer(protocol, server):
     """AReaL's client on the server and the trainer's side of a joined group."""
     from areal.api.alloc_mode import ModelAllocation
     from areal.api.cli_args import InferenceEngineConfig
     from areal.api.io_struct import WeightUpdateMeta
+    from areal.engine import RemoteSGLangEngine, RemotevLLMEngine
     from areal.engine.core.distributed import init_custom_process_group
-    from areal.engine.sglang_remote import RemoteSGLangEngine
 
-    engine = RemoteSGLangEngine(
-        InferenceEngineConfig(backend="sglang:d1", setup_timeout=60)
-    )
+    backend = f"{protocol}:d1"
+    cls = RemotevLLMEngine if protocol == "vllm" else RemoteSGLangEngine
+    engine = cls(InferenceEngineConfig(backend=backend, setup_timeout=60))
     engine.initialize(addr=server.addr, train_data_parallel_size=1)
     meta = WeightUpdateMeta.from_fsdp_xccl(
-        gen_allocation=ModelAllocation.from_str("sglang:d1", name="rollout")
+        gen_allocation=ModelAllocation.from_str(backend, name="rollout")
     )
     meta.nccl_master_address = "127.0.0.1"
     meta.nccl_master_port = find_free_port()
-    meta.nccl_group_name = "update_weight_group"
+    meta.nccl_group_name = GROUP
     joined = engine.init_weights_update_group(meta)
     group = init_custom_process_group(
         backend="gloo",
         world_size=2,  # the trainer and one server
         init_method=f"tcp://127.0.0.1:{meta.nccl_master_port}",
         rank=0,
-        group_name=meta.nccl_group_name,
+        group_name=GROUP,
     )
     joined.result(timeout=120)
     try:
         yield engine, meta, group
     finally:
         engine.destroy()
+        dist.destroy_process_group(group)  # the other protocol joins one anew
+
+
+def specs_of(bucket):
+    from areal.api.io_struct import ParamSpec
+
+    return [
+        ParamSpec(name, tuple(t.shape), str(t.dtype).split(".")[1])
+        for name, t in bucket
+    ]
 
 
 def send(trainer, buckets):
-    """One sync: pause, one request + broadcasts per bucket, resume."""
-    from areal.api.io_struct import ParamSpec
-
+    """One sync: pause, the requests + broadcasts of each bucket, resume."""
     engine, meta, group = trainer
     engine.pause_generation()
     try:
         for bucket in buckets:
-            specs = [
-                ParamSpec(name, tuple(t.shape), str(t.dtype).split(".")[1])
-                for name, t in bucket
-            ]
-            fut = engine.update_weights_from_distributed(meta, specs)
+            fut = engine.update_weights_from_distributed(meta, specs_of(bucket))
             for _, tensor in bucket:
                 dist.broadcast(tensor, src=0, group=group)
             fut.result(timeout=120)
@@ -116,16 +134,20 @@ def digest_as_served(tiny_model_dir, tensors) -> str:
 
 
 def test_several_bf16_buckets_land_in_order(server, trainer, tiny_model_dir):
+    engine = trainer[0]
+    before = get(server, "/get_server_info")["n_updates"]
     tensors = new_weights(tiny_model_dir, seed=1)
     # Same-shaped tensors in one bucket (q_proj and o_proj are both 64 x 64):
     # a receiver that mixed up the order would serve them swapped.
     buckets = [tensors[:5], tensors[5:17], tensors[17:]]
     send(trainer, buckets)
+    engine.set_version(engine.get_version() + 1)  # as the trainer does next
     assert get(server, "/weights_digest")["digest"] == digest_as_served(
         tiny_model_dir, tensors
     )
-    sync = get(server, "/get_server_info")["weight_syncs"][-1]
-    assert sync == {
+    info = get(server, "/get_server_info")
+    assert info["n_updates"] == before + 1  # one sync: the served version advanced
+    assert info["weight_syncs"][-1] == {
         "source": "distributed",
         "requests": 3,
         "tensors": len(tensors),
@@ -135,19 +157,17 @@ def test_several_bf16_buckets_land_in_order(server, trainer, tiny_model_dir):
 
 
 def test_a_bucket_naming_an_unknown_tensor_changes_nothing(server, trainer):
-    _, _, group = trainer
+    engine, meta, group = trainer
     before = get(server, "/weights_digest")["digest"]
     good = torch.ones(64, dtype=torch.bfloat16)
     bucket = [("model.norm.weight", good), ("model.no_such.weight", good[:3])]
-    body = {
-        "names": [n for n, _ in bucket],
-        "dtypes": ["bfloat16", "bfloat16"],
-        "shapes": [[64], [3]],
-        "group_name": "update_weight_group",
-        "abort_all_requests": True,
-    }
+    # The requests AReaL's backend builds for the bucket; the last one receives.
+    builder = engine._engine.backend.build_distributed_weight_update_requests
+    *first, receive = builder(meta, specs_of(bucket)).requests
+    for req in first:  # vLLM: the bucket's meta first
+        assert call(server, req.endpoint, req.payload)[0] == 200
     with ThreadPoolExecutor(1) as pool:
-        reply = pool.submit(call, server, "/update_weights_from_distributed", body, 120)
+        reply = pool.submit(call, server, receive.endpoint, receive.payload, 120)
         for _, tensor in bucket:  # the whole bucket is still received
             dist.broadcast(tensor, src=0, group=group)
         status, out = reply.result(timeout=120)
@@ -156,15 +176,13 @@ def test_a_bucket_naming_an_unknown_tensor_changes_nothing(server, trainer):
     assert get(server, "/weights_digest")["digest"] == before  # nothing half-loaded
 
 
-def test_generation_resumes_after_the_sync(server):
-    body = json.dumps(
-        {"input_ids": [5, 17, 42], "sampling_params": {"max_new_tokens": 4}}
-    ).encode()
-    req = urllib.request.Request(
-        f"{server.url}/generate",
-        data=body,
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=60) as r:
-        out = json.loads(r.read())
-    assert len(out["output_ids"]) == 4
+def test_generation_resumes_after_the_sync_at_the_new_version(trainer):
+    from areal.api.cli_args import GenerationHyperparameters
+    from areal.api.io_struct import ModelRequest
+
+    engine = trainer[0]
+    gconfig = GenerationHyperparameters(max_new_tokens=4, ignore_eos=True)
+    req = ModelRequest(input_ids=[5, 17, 42], gconfig=gconfig)
+    out = asyncio.run(engine.agenerate(req))
+    assert len(out.output_tokens) == 4
+    assert out.output_versions == [engine.get_version()] * 4 != [0] * 4
