@@ -40,8 +40,13 @@ def doc_commands(page: str) -> list[list[str]]:
 
 
 def launch_args(page: str, script: str) -> list[str]:
-    """The launcher's arguments in the docs' launcher command for ``script``."""
-    (cmd,) = [c for c in doc_commands(page) if c[:4] == [*MODULE, script]]
+    """The launcher's arguments in the docs' SGLang launcher command for
+    ``script`` (the vLLM one needs vLLM: tests/unit/test_gpu_docs_vllm.py)."""
+    (cmd,) = [
+        c
+        for c in doc_commands(page)
+        if c[:4] == [*MODULE, script] and not any("vllm" in a for a in c)
+    ]
     return cmd[3:]
 
 
