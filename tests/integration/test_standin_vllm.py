@@ -104,14 +104,16 @@ def test_eos_has_no_stop_reason(server, tiny_model_dir):
     from transformers import AutoTokenizer
 
     eos = AutoTokenizer.from_pretrained(tiny_model_dir).eos_token_id
-    for _ in range(40):  # sample until the model ends on its own EOS
-        out = complete(server, PROMPT, 30, temperature=3.0)
+    # Seeded sampling from the seeded tiny model: the same draws every run, so
+    # one of them ends on the model's own EOS every time, or the test fails.
+    for seed in range(40):
+        out = complete(server, PROMPT, 30, temperature=3.0, seed=seed)
         choice = out["choices"][0]
         ids = parsed(out).output_tokens
         if choice["finish_reason"] == "stop" and ids[-1] == eos:
             assert choice["stop_reason"] is None  # the tokenizer's EOS: None
             return
-    pytest.skip("no EOS sampled in 40 tries")
+    pytest.fail("no seed of 40 ended on EOS: the tiny model or the seeding changed")
 
 
 def test_over_long_requests_are_vllms_400(server):
