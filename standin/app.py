@@ -20,7 +20,7 @@ from standin.protocol import (
     check_context_length,
     parse_input_ids,
 )
-from standin.replies import error, fail, json_body, ok, until_done
+from standin.replies import error, fail, json_body, ok, served, until_done
 from standin.vllm_routes import add_vllm_routes
 from standin.weight_routes import add_probe_routes, add_weight_routes
 
@@ -130,12 +130,8 @@ def add_sglang_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
         )
         if isinstance(body.get("rid"), str):
             req.rid = body["rid"]
-        engine.submit(req)
         try:
-            await fut
-        except asyncio.CancelledError:
-            req.cancelled = True
-            raise
+            await served(engine, req, fut)
         finally:
             if adapter is not None:
                 engine.lora.release(adapter)

@@ -51,3 +51,14 @@ def until_done(
             fut.set_result(r)
 
     return fut, lambda r: loop.call_soon_threadsafe(_resolve, r)
+
+
+async def served(engine: Any, req: Any, fut: asyncio.Future) -> None:
+    """Submit ``req`` to the engine thread and wait for ``fut`` (`until_done`);
+    a client that goes away marks the request cancelled for the engine."""
+    engine.submit(req)
+    try:
+        await fut
+    except asyncio.CancelledError:
+        req.cancelled = True
+        raise

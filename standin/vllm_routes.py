@@ -25,13 +25,15 @@ its routes; these answer as it does, over the stand-in's engine:
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
 from standin.engine import StandinEngine
-from standin.replies import json_body, until_done
+from standin.replies import json_body, served, until_done
 from standin.vllm_protocol import (
     CompletionRequest,
     VllmRefusal,
@@ -55,6 +57,23 @@ def rank_reply(success: bool, reason: str = "") -> web.Response:
     return web.json_response(
         {"success": success, "message": line}, status=200 if success else 400
     )
+
+
+def rank_route(
+    handler: Callable[[web.Request], Awaitable[None]],
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """A weight route answered as the extension answers: ``rank_reply(True)``
+    when ``handler`` returns, ``rank_reply(False, repr(error))`` when it raises."""
+
+    @functools.wraps(handler)
+    async def route(request: web.Request) -> web.Response:
+        try:
+            await handler(request)
+        except Exception as e:
+            return rank_reply(False, repr(e))
+        return rank_reply(True)
+
+    return route
 
 
 def control_reply(message: str) -> web.Response:
@@ -112,12 +131,7 @@ def add_vllm_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
             logprobs=body.get("logprobs"),
             as_token_ids=bool(body.get("return_tokens_as_token_ids", False)),
         )
-        engine.submit(req)
-        try:
-            await done
-        except asyncio.CancelledError:
-            req.cancelled = True
-            raise
+        await served(engine, req, done)
         if req.error is not None:
             return error_response(500, f"generation failed: {req.error!r}")
         reply = completion_response(
@@ -139,56 +153,44 @@ def add_vllm_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
         return control_reply("Generation continued")
 
     @routes.post("/areal_update_weights")
-    async def update_from_disk(request: web.Request) -> web.Response:
-        try:
-            body = await json_body(request)
-            await load_from_disk(engine, body.get("model_path"), abort=True)
-        except Exception as e:
-            return rank_reply(False, repr(e))
-        return rank_reply(True)
+    @rank_route
+    async def update_from_disk(request: web.Request) -> None:
+        body = await json_body(request)
+        await load_from_disk(engine, body.get("model_path"), abort=True)
 
     @routes.post("/areal_init_weights_update_group")
-    async def init_group(request: web.Request) -> web.Response:
-        try:
-            body = await json_body(request)
-            args = dict(
-                master_address=str(body["master_address"]),
-                master_port=int(body["master_port"]),
-                rank=int(body["rank_offset"]),  # + the TP rank (one rank here)
-                world_size=int(body["world_size"]),
-                backend=str(body["backend"]),
-            )
-            await groups.join(str(body["group_name"]), **args)
-        except Exception as e:
-            return rank_reply(False, repr(e))
-        return rank_reply(True)
+    @rank_route
+    async def init_group(request: web.Request) -> None:
+        body = await json_body(request)
+        args = dict(
+            master_address=str(body["master_address"]),
+            master_port=int(body["master_port"]),
+            rank=int(body["rank_offset"]),  # + the TP rank (one rank here)
+            world_size=int(body["world_size"]),
+            backend=str(body["backend"]),
+        )
+        await groups.join(str(body["group_name"]), **args)
 
     @routes.post("/areal_set_update_weight_meta")
-    async def set_meta(request: web.Request) -> web.Response:
-        try:
-            body = await json_body(request)
-            bucket.update(
-                names=list(body["names"]),
-                dtypes=list(body["dtypes"]),
-                shapes=[list(s) for s in body["shapes"]],
-                group=str(body["group_name"]),
-            )
-        except Exception as e:
-            return rank_reply(False, repr(e))
-        return rank_reply(True)
+    @rank_route
+    async def set_meta(request: web.Request) -> None:
+        body = await json_body(request)
+        bucket.update(
+            names=list(body["names"]),
+            dtypes=list(body["dtypes"]),
+            shapes=[list(s) for s in body["shapes"]],
+            group=str(body["group_name"]),
+        )
 
     @routes.post("/areal_update_weights_xccl")
-    async def update_xccl(_: web.Request) -> web.Response:
-        try:
-            meta = dict(bucket)
-            if meta.get("group") not in groups.groups:
-                raise RuntimeError("no weight-update group or meta set")
-            await groups.receive(
-                meta["group"], meta["names"], meta["dtypes"], meta["shapes"], True
-            )
-        except Exception as e:
-            return rank_reply(False, repr(e))
-        return rank_reply(True)
+    @rank_route
+    async def update_xccl(_: web.Request) -> None:
+        meta = dict(bucket)
+        if meta.get("group") not in groups.groups:
+            raise RuntimeError("no weight-update group or meta set")
+        await groups.receive(
+            meta["group"], meta["names"], meta["dtypes"], meta["shapes"], True
+        )
 
     @routes.post("/sleep")
     @routes.post("/wake_up")
