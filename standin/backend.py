@@ -42,7 +42,8 @@ from areal.engine.vllm_remote import VLLMBackend
 from areal.infra import RemoteInfEngine
 from areal.utils.network import format_hostport
 
-from standin.launch import probe_flags, server_flags
+from memagent_workflow.infra.engines import server_args
+from standin.launch import probe_flags, server_args_of, server_flags
 
 
 def standin_command(server_args: dict[str, Any], protocol: str = "sglang") -> list[str]:
@@ -148,3 +149,18 @@ class StandinvLLMEngine(RemotevLLMEngine):
     def __init__(self, config: InferenceEngineConfig):
         super().__init__(config)
         self._engine = RemoteInfEngine(config, StandinvLLMBackend())
+
+
+# The rollout engine of each protocol the stand-in speaks (``rollout.backend``).
+ENGINES = {"sglang": StandinSGLangEngine, "vllm": StandinvLLMEngine}
+
+
+def launched_server_args(
+    config: Any, backend: str, tp_size: int, pp_size: int = 1
+) -> dict:
+    """A launched stand-in's arguments as AReaL builds them: from ``vllm:``
+    (`vLLMConfig.build_args`, `infra.engines.server_args`) or from ``sglang:``
+    (the same keys; AReaL's own builder needs the sglang package)."""
+    if backend == "vllm":
+        return server_args(config, backend, tp_size, pp_size)
+    return server_args_of(config.sglang)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.eval.engine import ClusterInference
-from standin.backend import StandinSGLangEngine, StandinvLLMEngine
+from standin.backend import ENGINES, launched_server_args
 from standin.config import StandinEvalConfig
 from standin.cpu_job import (
     build_model,
@@ -22,7 +22,6 @@ from standin.cpu_job import (
     single_controller,
     standin_server,
 )
-from standin.launch import server_args_of
 
 
 class StandinInference(ClusterInference):
@@ -49,9 +48,7 @@ class StandinInference(ClusterInference):
         return {"startup_timeout": self.config.standin.startup_timeout}
 
     def engine_class(self) -> type:
-        return StandinvLLMEngine if self.backend == "vllm" else StandinSGLangEngine
+        return ENGINES[self.backend]
 
     def server_args(self, tp_size: int) -> dict[str, Any]:
-        if self.backend == "vllm":  # AReaL's own vLLM arguments (no vllm import)
-            return super().server_args(tp_size)
-        return server_args_of(self.config.sglang)
+        return launched_server_args(self.config, self.backend, tp_size)

@@ -30,7 +30,6 @@ from areal.api.cli_args import (
     PPOActorConfig,
     SchedulingStrategy,
     SchedulingStrategyType,
-    vLLMConfig,
 )
 from areal.api.io_struct import get_versioned_lora_name
 from areal.infra import RayScheduler
@@ -40,26 +39,9 @@ from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
-from standin.backend import StandinSGLangEngine, StandinvLLMEngine
+from standin.backend import ENGINES, launched_server_args
 from standin.config import StandinGRPOConfig
-from standin.launch import server_args_of
 from standin.lora import load_adapter
-
-# The rollout engine of each protocol the stand-in speaks (``rollout.backend``).
-ENGINES = {"sglang": StandinSGLangEngine, "vllm": StandinvLLMEngine}
-
-
-def launched_server_args(config: StandinGRPOConfig, alloc: ModelAllocation) -> dict:
-    """A launched server's arguments as AReaL builds them from ``vllm:``
-    (`vLLMConfig.build_args`) or ``sglang:`` (the same keys: AReaL's own
-    builder needs the sglang package)."""
-    if alloc.backend == "vllm":
-        return vLLMConfig.build_args(
-            vllm_config=config.vllm,
-            tp_size=alloc.parallel.tp_size,
-            pp_size=alloc.parallel.pp_size,
-        )
-    return server_args_of(config.sglang)
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -163,7 +145,12 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         controller = ENGINES[backend].as_controller(config, self.scheduler)
         init_kwargs: dict[str, Any] = dict(
             role="rollout",
-            server_args=launched_server_args(self.config, self.rollout_alloc),
+            server_args=launched_server_args(
+                self.config,
+                backend,
+                self.rollout_alloc.parallel.tp_size,
+                self.rollout_alloc.parallel.pp_size,
+            ),
         )
         if is_eval:
             init_kwargs["role"] = "eval-rollout"
