@@ -24,8 +24,9 @@ Around it, each a folder:
     data/           the row schema and data preparation
     eval/           RULER-HQA and RULER evaluation: benchmarks, scoring, reports
     preflight/      checks of a GPU launch before it starts
-    areal_private.py    the AReaL internals relied on, pinned: an upgrade's cost
-    areal_revised.py    their code at later AReaL commits, reviewed (areal_pins.py checks)
+    areal_internals/    the AReaL internals relied on, pinned: an upgrade's cost
+                    (pinned.py; revised.py, their code at later AReaL commits)
 
-The CPU stand-in for SGLang (``standin/``) lives outside this package.
+The CPU test double of the engines (``standin/``) lives outside this package;
+nothing here imports it.
 """

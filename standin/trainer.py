@@ -14,7 +14,7 @@ validation set it starts no eval-rollout worker (AReaL would start one and
 never use it). With ``actor.use_lora`` the servers start with the initial
 adapter as AReaL passes it (``sglang.lora_paths``, ``NAME-v0``); in the
 one-process mode, where AReaL refuses LoRA, the trainer loads it itself. These overrides, and what they rely on, are listed and pinned
-in ``memagent_workflow/areal_private.py``: an AReaL upgrade that changes them
+in ``memagent_workflow/areal_internals/pinned.py``: an AReaL upgrade that changes them
 fails there first.
 """
 

@@ -112,7 +112,7 @@ class AtomicRecoverHandler(RecoverHandler):
 
         AReaL builds and uses its handler inside ``__init__``, with no hook for
         the class, so the trainer builds this one after it; ``RecoverHandler.load``
-        is pinned in ``areal_private.py`` in case it starts restoring more."""
+        is pinned in ``areal_internals/pinned.py`` in case it starts restoring more."""
         handler = cls(config, ft_spec)
         if recover_info is not None:
             handler.freq_ctl.load_state_dict(recover_info.checkpoint_info)

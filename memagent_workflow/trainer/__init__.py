@@ -4,5 +4,5 @@
 ``curve`` (one line per step, ``steps.jsonl``, the learning curve),
 ``tied_groups`` (groups whose rewards tie), ``prox_approx`` (the proximal
 log-probabilities' approximation). Each overrides public AReaL classes; the
-private internals they rely on are listed in ``memagent_workflow/areal_private.py``.
+private internals they rely on are listed in ``memagent_workflow/areal_internals/pinned.py``.
 """

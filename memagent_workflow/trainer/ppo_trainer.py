@@ -29,7 +29,7 @@ Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The private methods of `PPOTrainer` overridden
 here (``_create_dataloader``, ``_create_train_engine``, ``_init_rollout``,
 ``_init_scheduler``) are listed, with why, in
-``memagent_workflow/areal_private.py``, which pins them.
+``memagent_workflow/areal_internals/pinned.py``, which pins them.
 """
 
 from __future__ import annotations

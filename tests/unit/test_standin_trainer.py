@@ -2,7 +2,7 @@
 
 `StandinPPOTrainer._rollout_engine_of` mirrors AReaL's ``_init_rollout`` (pinned,
 with the other AReaL internals the project relies on, in
-``memagent_workflow/areal_private.py``).
+``memagent_workflow/areal_internals/pinned.py``).
 """
 
 from __future__ import annotations

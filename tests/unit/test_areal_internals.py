@@ -1,7 +1,7 @@
 """AReaL's private internals the project relies on are unchanged and all listed.
 
-The list itself, each entry with why, is ``memagent_workflow/areal_private.py``;
-the code of later AReaL commits, read again, is in ``areal_revised.py``.
+The list itself, each entry with why, is ``memagent_workflow/areal_internals/pinned.py``;
+the code of later AReaL commits, read again, is in ``areal_internals/revised.py``.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from dataclasses import replace
 import areal
 import pytest
 
-from memagent_workflow.areal_private import (
+from memagent_workflow.areal_internals.pinned import (
     LOCKED,
     PRIVATE,
     SUBCLASSES,
     load,
 )
-from memagent_workflow.areal_revised import MAIN, REVISED, TAG
+from memagent_workflow.areal_internals.revised import MAIN, REVISED, TAG
 
 
 @pytest.mark.parametrize("entry", PRIVATE, ids=[p.name for p in PRIVATE])

@@ -1,8 +1,8 @@
 """How a pinned AReaL internal is checked against the installed AReaL.
 
-The entries are in ``memagent_workflow/areal_private.py`` (each internal, why
+The entries are in ``memagent_workflow/areal_internals/pinned.py`` (each internal, why
 the project relies on it, its digest in LOCKED) and
-``memagent_workflow/areal_revised.py`` (its digest at later AReaL commits).
+``memagent_workflow/areal_internals/revised.py`` (its digest at later AReaL commits).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
-from memagent_workflow.areal_revised import REVISED, Revised
+from memagent_workflow.areal_internals.revised import REVISED, Revised
 
 LOCKED = "1.0.4"  # the AReaL of uv.lock, which CI tests
 LOCKED_COMMIT = "a0f3dca2 (1.0.4)"
@@ -37,7 +37,7 @@ class Private:
 
     @property
     def revised(self) -> tuple[Revised, ...]:
-        """The commits after LOCKED where the code changed (areal_revised.py)."""
+        """The commits after LOCKED where the code changed (revised.py)."""
         return REVISED.get(self.name, ())
 
     def code(self):
@@ -82,8 +82,8 @@ class Private:
             f"AReaL {areal_version}: {self.name} differs from the code reviewed for "
             f"that release ({known}). The project relies on it ({self.why}); "
             f"re-check {', '.join(self.users)}, then update the digest in "
-            "memagent_workflow/areal_private.py or add a Revised entry naming the "
-            "AReaL commit in memagent_workflow/areal_revised.py."
+            "memagent_workflow/areal_internals/pinned.py or add a Revised entry naming the "
+            "AReaL commit in memagent_workflow/areal_internals/revised.py."
         )
 
 

@@ -1,6 +1,6 @@
 """The pinned AReaL internals as read in AReaL commits after LOCKED (1.0.4).
 
-``memagent_workflow/areal_private.py`` pins each internal the project relies on
+``memagent_workflow/areal_internals/pinned.py`` pins each internal the project relies on
 by the digest of its code in 1.0.4 (``a0f3dca2``). Where a later AReaL commit
 changed that code, it was read again; if the project's use still holds, the
 new digest is kept here as a `Revised`, naming the commit it was read in, what

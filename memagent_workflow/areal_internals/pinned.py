@@ -5,9 +5,9 @@ AReaL is public (subclasses of its trainer, actor, controllers, recover
 handler and engines, and its stats logger wrapped, used through their public
 methods). What is below is private, or public code whose inner order an
 override relies on; each entry is pinned by the sha256 of its source (stripped
-lines), and ``tests/unit/test_areal_private.py`` fails on the first one an
+lines), and ``tests/unit/test_areal_internals.py`` fails on the first one an
 upgrade changes. Digests are of AReaL LOCKED (1.0.4, LOCKED_COMMIT); where a
-later AReaL commit changed an entry's code, ``memagent_workflow/areal_revised.py``
+later AReaL commit changed an entry's code, ``memagent_workflow/areal_internals/revised.py``
 keeps its digest there, naming the commit, with what changed and why the
 project's use still holds (docs/areal-versions.md).
 When a pin fails: re-read the AReaL code named, bring the project's code (the
@@ -16,7 +16,7 @@ When a pin fails: re-read the AReaL code named, bring the project's code (the
 
 from __future__ import annotations
 
-from memagent_workflow.areal_pins import LOCKED, Private, digest, load
+from memagent_workflow.areal_internals.check import LOCKED, Private, digest, load
 
 __all__ = ["LOCKED", "PRIVATE", "SUBCLASSES", "Private", "digest", "load"]
 
