@@ -44,14 +44,15 @@ LAUNCHES = {
         "actor.weight_update_mode=xccl",
         "actor.dtype=bfloat16",
     ),
-    "ray_disk": ("scheduler.type=ray",),
     "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
 }
 # The README's override for vLLM (AReaL's RemotevLLMEngine, the stand-in in its
-# vLLM mode), on the launches whose weight path differs: xccl's routes under
-# the single controller, and the one-process mode's own server.
+# vLLM mode), on the launches whose weight path differs (xccl's routes under
+# the single controller, the one-process mode's own server) and on Ray, whose
+# scheduler and server launch are the same code for both engines in AReaL.
 VLLM = "rollout.backend=vllm:d1"
 LAUNCHES |= {f"vllm_{n}": (*LAUNCHES[n], VLLM) for n in ("local_xccl", "spmd_disk")}
+LAUNCHES["vllm_ray_disk"] = ("scheduler.type=ray", VLLM)
 EVAL_LAUNCH = ("scheduler.type=local",)
 
 # 2 GRPO steps of 2 questions x 2 episodes x 2 turns; step 2 waits for v1;

@@ -2,15 +2,17 @@
 
 A `Chain` runs ``python -m standin.train --config config_cpu.yaml`` over one small
 epoch in one of two launch modes: ``spmd`` (``scheduler.type=null``: one
-process, against a stand-in server the chain owns, with injected faults) or
-``local`` (AReaL's single controller: its workers, and the stand-in its
-rollout worker launches). Each `Chain.run` starts the command and, by its
-``stop``:
+process, against a SGLang stand-in server the chain owns, with injected
+faults) or ``local`` (AReaL's single controller: its workers, and the stand-in
+its rollout worker launches, on vLLM: ``rollout.backend=vllm:d1``, so that
+recovery is run through both engines' clients). Each `Chain.run` starts the
+command and, by its ``stop``:
 
 * ``before`` / ``during`` / ``after``: once the run has trained a step, SIGKILLs
   the whole run (every process it started) when the server next sees a
-  ``/generate`` (the next step's rollout), a ``/pause_generation`` (a weight
-  update under way) or a ``/continue_generation`` (one just done);
+  generation (the next step's rollout: SGLang's ``/generate``, vLLM's
+  ``/v1/completions``), a pause (a weight update under way) or a continue (one
+  just done);
 * ``server`` (spmd): SIGKILLs only the stand-in, for good, once the run has
   started rolling out; the run must stop by itself;
 * ``none``: lets it finish.
@@ -27,6 +29,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
@@ -42,6 +45,30 @@ FAULTS = "error=0.04,reset=0.03,delay=0.03,delay_s=4,seed=7"
 KILL_POINTS = ("before", "during", "after")
 CHAIN_ENV = "RECOVER_CHAIN"  # marks every process of a chain (orphan check)
 ENGINE_RETRY_S, REQUEST_TIMEOUT_S = 5, 3
+ENGINE = {"spmd": "sglang", "local": "vllm"}  # each chain's rollout.backend
+
+
+@dataclass(frozen=True)
+class Routes:
+    """The server routes an engine's AReaL client calls (the stand-in's event
+    log names them)."""
+
+    generate: str
+    disk_update: str
+    pause: str
+    resume: str
+
+
+ROUTES = {
+    "sglang": Routes(
+        "/generate", "/update_weights_from_disk", "/pause_generation",
+        "/continue_generation",
+    ),
+    "vllm": Routes(
+        "/v1/completions", "/areal_update_weights", "/areal_pause_generation",
+        "/areal_continue_generation",
+    ),
+}  # fmt: skip
 
 
 class Events:
@@ -94,6 +121,7 @@ class Chain:
     def __init__(self, out: Path, model: Path, mode: str, seed: int):
         self.out, self.model, self.mode, self.seed = out, model, mode, seed
         self.events = Events(out / "events.jsonl")
+        self.routes = ROUTES[ENGINE[mode]]
         self.server: StandinServer | None = None
         self.runs: list[dict] = []
 
@@ -123,6 +151,7 @@ class Chain:
             f"train_dataset.path={o / 'train.jsonl'}",
             f"valid_dataset.path={o / 'valid.jsonl'}",
             f"scheduler.type={'null' if self.mode == 'spmd' else 'local'}",
+            f"rollout.backend={ENGINE[self.mode]}:d1",
         ]  # fmt: skip
         if self.mode == "spmd":  # validation once at the end, on 2 questions
             assert self.server is not None
@@ -197,14 +226,15 @@ class Chain:
         return run
 
     def _fire(self, stop: str, since: int) -> bool:
-        want = {"during": "/pause_generation", "after": "/continue_generation"}
-        path = want.get(stop, "/generate")  # before: the next step's rollout
+        want = {"during": self.routes.pause, "after": self.routes.resume}
+        path = want.get(stop, self.routes.generate)  # before: next step's rollout
         return any(e["path"] == path for e in self.events.all[since:])
 
     def _kill_server_at_first_rollout(self, run: dict) -> bool:
         """SIGKILL the chain's stand-in once the run has started rolling out."""
         mine = self.events.all[run["events"] :]  # (t: when a request came in)
-        if not any(e["path"] == "/generate" and e["t"] >= run["start"] for e in mine):
+        generate = self.routes.generate
+        if not any(e["path"] == generate and e["t"] >= run["start"] for e in mine):
             return False
         assert self.server is not None and self.server.proc is not None
         self.server.proc.kill()

@@ -8,9 +8,10 @@ Two chains of the same command run at the same time (``recover_chain``):
   resumes, and its stand-in is killed for good once it rolls out: the run
   must stop by itself with a clear error within `STOP_BOUND_S`; run 3, the
   same command with a live server again, resumes and finishes the epoch.
-* ``local`` (AReaL's single controller, the CPU main job's mode): run 1 is
-  SIGKILLed with every process it started (controller, workers, the stand-in
-  the rollout worker launched); run 2 resumes and finishes the epoch.
+* ``local`` (AReaL's single controller, the CPU main job's mode, on vLLM:
+  ``rollout.backend=vllm:d1``): run 1 is SIGKILLed with every process it
+  started (controller, workers, the stand-in the rollout worker launched);
+  run 2 resumes and finishes the epoch.
 
 The kill point (``before``, ``during`` or ``after`` a weight update, see
 ``recover_chain``) is drawn per chain from a seed taken from the clock and
@@ -195,20 +196,20 @@ def test_every_question_of_the_epoch_is_trained_exactly_once(chain):
 
 
 def test_the_server_gets_the_checkpoint_weights_before_any_new_rollout(chain):
-    events = chain.events.all
+    events, routes = chain.events.all, chain.routes
     for i, run in enumerate(chain.runs[1:], start=1):
         version = f"weight_update_v{resumed_from(run['log']) + 1}"
         mine = [e for e in events if run["start"] <= e["t"] <= run["exited"]]
-        restored = next(e for e in mine if e["path"] == "/update_weights_from_disk")
+        restored = next(e for e in mine if e["path"] == routes.disk_update)
         assert restored["model_path"].endswith(version)
-        rollouts = [e["t"] for e in mine if e["path"] == "/generate"]
+        rollouts = [e["t"] for e in mine if e["path"] == routes.generate]
         assert rollouts or run["stop"] == "server"
         assert all(restored["t_done"] <= t for t in rollouts)
         # ... and they are the weights the crashed run served after that step
         pushed = [
             e for e in events
             if e["t"] < chain.runs[i - 1]["exited"]
-            and e["path"] == "/update_weights_from_disk"
+            and e["path"] == routes.disk_update
             and e["model_path"].endswith(version)
         ]  # fmt: skip
         assert pushed and pushed[-1]["digest"] == restored["digest"]

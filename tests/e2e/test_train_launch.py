@@ -5,7 +5,8 @@ Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO step
 with only the launch overrides of docs/gpu.md's GPU commands changed:
 ``scheduler.type=local|ray|null``, ``actor.weight_update_mode=disk|xccl`` and
 ``rollout.backend=sglang|vllm:d1`` (the ``vllm_`` runs: xccl under the single
-controller, and the one-process mode's own server, through `RemotevLLMEngine`), run as
+controller, the one-process mode's own server, and Ray, through
+`RemotevLLMEngine`), run as
 docs/gpu.md writes them: from the root of a fresh copy of the repository, with
 ``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
@@ -49,13 +50,13 @@ from tests.e2e.launch_runs import (
 EXTRA = {
     "local_disk": (),
     "local_xccl": ("standin.xccl_bucket_mb=0.02",),
-    "ray_disk": ("seed=103", "valid_dataset=null"),
     # vLLM: validation runs in test_train_vllm.py; here only what differs
+    "vllm_ray_disk": ("seed=103", "valid_dataset=null"),
     "vllm_local_xccl": ("standin.xccl_bucket_mb=0.02", "valid_dataset=null"),
     "vllm_spmd_disk": (),
 }
 ONE_SEED = ("local_disk", "local_xccl")
-RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"ray_disk"}))
+RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"vllm_ray_disk"}))
 VLLM_RUNS = [name for name in RUNS if VLLM in LAUNCHES[name]]
 
 
@@ -137,7 +138,7 @@ def local_xccl(runs):
 
 @pytest.fixture(scope="module")
 def ray_disk(runs):
-    return get(runs, "ray_disk")
+    return get(runs, "vllm_ray_disk")
 
 
 @pytest.fixture(params=RUNS)
@@ -239,6 +240,7 @@ def test_ray_started_and_stopped_its_own_instance(ray_disk):
     assert "started a local Ray instance with 2 CPUs" in console
     assert "stopped the local Ray instance" in console
     assert "RayScheduler" in console and "LocalScheduler" not in console
+    assert "StandinvLLMEngine" in log_dir(ray_disk, "rollout.log").read_text()
 
 
 def log_dir(run, name: str = "") -> Path:
