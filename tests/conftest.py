@@ -16,18 +16,21 @@ import pytest  # noqa: E402
 # be short ones. The first file builds the warm-started needle model (about 2.5
 # minutes of one core) that the training files copy; the NEEDLE_FREE files after
 # it run on the tiny model meanwhile, so that no worker sits waiting for the
-# build (measured: with two such files, two workers waited a minute for it).
+# build (measured: with four such files, two workers waited 50 s for it).
 LONGEST_FIRST = (
     "test_learning.py",
     "test_eval_ruler.py",  # the tiny model's files, beside the build
     "test_eval.py",
     "test_eval_launch.py",
     "test_eval_paper.py",
+    "test_bench_cold_cache.py",
+    "test_preflight_recipes.py",
+    "test_gpu_docs_vllm.py",
     "test_train_launch.py",  # the needle model's, once it is built
     "test_recover.py",
     "test_train_lora.py",
 )
-NEEDLE_FREE = 4
+NEEDLE_FREE = 7
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
