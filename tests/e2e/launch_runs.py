@@ -39,20 +39,23 @@ EVENTS = "events.jsonl"  # the stand-in's event log, in a run's folder
 # weight sync (xccl, bf16) or config_cpu.yaml's (disk). docs/gpu.md lists them.
 LAUNCHES = {
     "local_disk": ("scheduler.type=local",),
-    "local_xccl": (
-        "scheduler.type=local",
-        "actor.weight_update_mode=xccl",
-        "actor.dtype=bfloat16",
-    ),
     "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
 }
 # The README's override for vLLM (AReaL's RemotevLLMEngine, the stand-in in its
-# vLLM mode), on the launches whose weight path differs (xccl's routes under
-# the single controller, the one-process mode's own server) and on Ray, whose
+# vLLM mode). config.yaml's weight sync (xccl in bf16) is run on vLLM: AReaL's
+# controllers drive it the same way for both engines, and SGLang's xccl client is
+# run against the stand-in in tests/integration/test_standin_xccl.py. Ray's
 # scheduler and server launch are the same code for both engines in AReaL.
 VLLM = "rollout.backend=vllm:d1"
-LAUNCHES |= {f"vllm_{n}": (*LAUNCHES[n], VLLM) for n in ("local_xccl", "spmd_disk")}
-LAUNCHES["vllm_ray_disk"] = ("scheduler.type=ray", VLLM)
+LAUNCHES |= {
+    "vllm_local_xccl": (
+        "scheduler.type=local",
+        "actor.weight_update_mode=xccl",
+        "actor.dtype=bfloat16",
+        VLLM,
+    ),
+    "vllm_ray_disk": ("scheduler.type=ray", VLLM),
+}
 EVAL_LAUNCH = ("scheduler.type=local",)
 
 # 2 GRPO steps of 2 questions x 2 episodes x 2 turns; step 2 waits for v1;

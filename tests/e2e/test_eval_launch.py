@@ -1,11 +1,14 @@
 """The eval entry (``python -m standin.eval``: ``examples/eval.py`` with the stand-in)
-under AReaL's single controller gives what the plain run gives.
+under AReaL's single controller on SGLang gives what the plain run gives on vLLM.
 
 The same command twice on the same questions and model, greedy so the answers
-are deterministic: once as before (the script serves the model itself), once
-with ``scheduler.type=local``, where AReaL's scheduler starts a rollout worker
-that launches the stand-in, exactly as it launches SGLang on GPU
-(``config_eval.yaml ... scheduler.type=local`` in docs/eval.md).
+are deterministic: once plain (the script serves the model itself) with
+``rollout.backend=vllm:d1``, through AReaL's `RemotevLLMEngine` and the
+stand-in's vLLM mode, and once with ``scheduler.type=local`` on SGLang, where
+AReaL's scheduler starts a rollout worker that launches the stand-in, exactly as
+it launches SGLang on GPU (``config_eval.yaml ... scheduler.type=local`` in
+docs/eval.md). Every answer, score, memory turn and summary field but the
+timings must agree: the eval reads the two engines' replies alike.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import pytest
 
 from memagent_workflow.data.synthetic import make_synthetic
 from memagent_workflow.eval import results, trace
-from tests.e2e.launch_runs import EVAL_LAUNCH, Launched
+from tests.e2e.launch_runs import EVAL_LAUNCH, VLLM, Launched
 
 LENGTH = 12  # documents per sample
 # Files every run leaves in eval.output_dir; the plain run also keeps its
@@ -58,7 +61,9 @@ def runs(tiny_model_dir, tmp_path_factory):
     # Both at once (each mostly waits on one core); seeds of their own, as AReaL
     # draws ports from Python's `random` seeded by `seed` (greedy answers do not
     # depend on it).
-    plain = start(root, tiny_model_dir, "plain", "scheduler.type=null", "seed=201")
+    plain = start(
+        root, tiny_model_dir, "plain", "scheduler.type=null", "seed=201", VLLM
+    )
     controller = start(root, tiny_model_dir, "controller", *EVAL_LAUNCH, "seed=202")
     return plain.finish(), controller.finish()
 
@@ -115,3 +120,9 @@ def test_the_controller_run_launched_the_stand_in_on_a_worker(runs):
     log = (logs / "memagent-eval-cpu" / "trial0" / "eval-rollout.log").read_text()
     assert "standin.backend.StandinSGLangEngine" in log
     assert "CPU stand-in SGLang server on http://" in log
+
+
+def test_the_plain_run_served_the_model_as_vllm(runs):
+    plain, _ = runs
+    log = (plain.out / "results" / "standin_server.log").read_text()
+    assert "CPU stand-in vLLM (AReaL's extension) server" in log

@@ -4,9 +4,9 @@
 Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
 ``scheduler.type=local|ray|null``, ``actor.weight_update_mode=disk|xccl`` and
-``rollout.backend=sglang|vllm:d1`` (the ``vllm_`` runs: xccl under the single
-controller, the one-process mode's own server, and Ray, through
-`RemotevLLMEngine`), run as
+``rollout.backend=sglang|vllm:d1`` (the ``vllm_`` runs, through
+`RemotevLLMEngine`: xccl under the single controller, and Ray; the one-process
+mode is tests/e2e/test_train_cpu.py's), run as
 docs/gpu.md writes them: from the root of a fresh copy of the repository, with
 ``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
@@ -41,21 +41,19 @@ from tests.e2e.launch_runs import (
 )
 
 # Beyond the launch (LAUNCHES): several xccl buckets; no validation set for the
-# Ray run (no eval-rollout worker). The two single-controller runs keep the
-# config's one seed and start at the same moment, as two users' main jobs would:
+# Ray run (no eval-rollout worker). The two single-controller runs (one per
+# engine) keep the config's one seed and start at the same moment, as two users'
+# main jobs would:
 # AReaL draws worker, controller and xccl ports from Python's `random` seeded by
 # `seed`, and the eval-rollout worker each forks draws its port there too, so
 # both must still finish, each with its own stand-in (MemAgentLocalScheduler).
 # AReaL's RayScheduler draws its own ports: the Ray run has a seed of its own.
 EXTRA = {
     "local_disk": (),
-    "local_xccl": ("standin.xccl_bucket_mb=0.02",),
-    # vLLM: validation runs in test_train_vllm.py; here only what differs
+    "vllm_local_xccl": ("standin.xccl_bucket_mb=0.02",),
     "vllm_ray_disk": ("seed=103", "valid_dataset=null"),
-    "vllm_local_xccl": ("standin.xccl_bucket_mb=0.02", "valid_dataset=null"),
-    "vllm_spmd_disk": (),
 }
-ONE_SEED = ("local_disk", "local_xccl")
+ONE_SEED = ("local_disk", "vllm_local_xccl")
 RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"vllm_ray_disk"}))
 VLLM_RUNS = [name for name in RUNS if VLLM in LAUNCHES[name]]
 
@@ -132,8 +130,8 @@ def local_disk(runs):
 
 
 @pytest.fixture(scope="module")
-def local_xccl(runs):
-    return get(runs, "local_xccl")
+def vllm_local_xccl(runs):
+    return get(runs, "vllm_local_xccl")
 
 
 @pytest.fixture(scope="module")
@@ -213,11 +211,11 @@ def test_vllm_runs_generate_and_sync_over_vllms_routes(run, request):
 
 
 def test_two_runs_with_one_seed_at_once_each_served_their_own_stand_in(
-    local_disk, local_xccl
+    local_disk, vllm_local_xccl
 ):
-    pids = [report_of(run)["pid"] for run in (local_disk, local_xccl)]
+    pids = [report_of(run)["pid"] for run in (local_disk, vllm_local_xccl)]
     assert pids[0] != pids[1]
-    for run in (local_disk, local_xccl):  # each forked its eval-rollout worker
+    for run in (local_disk, vllm_local_xccl):  # each forked its eval-rollout worker
         assert run.steps[-1]["eval_sub_em"] is not None
         assert (run.checkpoint / "model.safetensors").is_file()
 
