@@ -42,19 +42,20 @@ LAUNCHES = {
     "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
 }
 # The README's override for vLLM (AReaL's RemotevLLMEngine, the stand-in in its
-# vLLM mode). config.yaml's weight sync (xccl in bf16) is run on vLLM: AReaL's
-# controllers drive it the same way for both engines, and SGLang's xccl client is
-# run against the stand-in in tests/integration/test_standin_xccl.py. Ray's
-# scheduler and server launch are the same code for both engines in AReaL.
+# vLLM mode): on the main job as the README writes it (the single controller,
+# disk), and under Ray with config.yaml's weight sync (xccl in bf16), as a GPU
+# cluster runs. AReaL's controllers drive xccl alike under both schedulers and
+# for both engines; SGLang's xccl client is run against the stand-in in
+# tests/integration/test_standin_xccl.py.
 VLLM = "rollout.backend=vllm:d1"
 LAUNCHES |= {
-    "vllm_local_xccl": (
-        "scheduler.type=local",
+    "vllm": (VLLM,),
+    "vllm_ray_xccl": (
+        "scheduler.type=ray",
         "actor.weight_update_mode=xccl",
         "actor.dtype=bfloat16",
         VLLM,
     ),
-    "vllm_ray_disk": ("scheduler.type=ray", VLLM),
 }
 EVAL_LAUNCH = ("scheduler.type=local",)
 

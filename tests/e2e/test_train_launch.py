@@ -4,8 +4,8 @@
 Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO steps
 with only the launch overrides of docs/gpu.md's GPU commands changed:
 ``scheduler.type=local|ray|null``, ``actor.weight_update_mode=disk|xccl`` and
-``rollout.backend=sglang|vllm:d1`` (the ``vllm_`` runs, through
-`RemotevLLMEngine`: xccl under the single controller, and Ray; the one-process
+``rollout.backend=sglang|vllm:d1`` (the ``vllm`` runs, through
+`RemotevLLMEngine`: the README's vLLM line, and Ray with xccl; the one-process
 mode is tests/e2e/test_train_cpu.py's), run as
 docs/gpu.md writes them: from the root of a fresh copy of the repository, with
 ``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
@@ -22,6 +22,7 @@ report.
 from __future__ import annotations
 
 import getpass
+import shlex
 import shutil
 from pathlib import Path
 
@@ -33,6 +34,7 @@ from standin.train import load_config
 from tests.areal_release import CPU_RAY, NO_CPU_RAY
 from tests.e2e.launch_runs import (
     LAUNCHES,
+    ROOT,
     VLLM,
     Launched,
     digest_of,
@@ -40,21 +42,21 @@ from tests.e2e.launch_runs import (
     train_cmd,
 )
 
-# Beyond the launch (LAUNCHES): several xccl buckets; no validation set for the
-# Ray run (no eval-rollout worker). The two single-controller runs (one per
-# engine) keep the config's one seed and start at the same moment, as two users'
-# main jobs would:
+# Beyond the launch (LAUNCHES): several xccl buckets and no validation set for the
+# Ray run (no eval-rollout worker). The two single-controller runs (the main job
+# on each engine) keep the config's one seed and start at the same moment, as two
+# users' main jobs would:
 # AReaL draws worker, controller and xccl ports from Python's `random` seeded by
 # `seed`, and the eval-rollout worker each forks draws its port there too, so
 # both must still finish, each with its own stand-in (MemAgentLocalScheduler).
 # AReaL's RayScheduler draws its own ports: the Ray run has a seed of its own.
 EXTRA = {
     "local_disk": (),
-    "vllm_local_xccl": ("standin.xccl_bucket_mb=0.02",),
-    "vllm_ray_disk": ("seed=103", "valid_dataset=null"),
+    "vllm": (),
+    "vllm_ray_xccl": ("seed=103", "valid_dataset=null", "standin.xccl_bucket_mb=0.02"),
 }
-ONE_SEED = ("local_disk", "vllm_local_xccl")
-RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"vllm_ray_disk"}))
+ONE_SEED = ("local_disk", "vllm")
+RUNS = sorted(set(EXTRA) - (set() if CPU_RAY else {"vllm_ray_xccl"}))
 VLLM_RUNS = [name for name in RUNS if VLLM in LAUNCHES[name]]
 
 
@@ -130,13 +132,14 @@ def local_disk(runs):
 
 
 @pytest.fixture(scope="module")
-def vllm_local_xccl(runs):
-    return get(runs, "vllm_local_xccl")
+def vllm(runs):
+    """The README's vLLM line: the main job on vLLM, validation included."""
+    return get(runs, "vllm")
 
 
 @pytest.fixture(scope="module")
-def ray_disk(runs):
-    return get(runs, "vllm_ray_disk")
+def ray(runs):
+    return get(runs, "vllm_ray_xccl")
 
 
 @pytest.fixture(params=RUNS)
@@ -188,6 +191,27 @@ def test_the_server_takes_its_context_length_from_the_config(run, tmp_path):
     assert config.vllm.max_model_len == config.sglang.context_length  # vLLM's
 
 
+HEAD = "uv run python -m standin.train --config config_cpu.yaml "
+
+
+def readme_overrides() -> list[str]:
+    """The overrides of the README's vLLM command (its CPU section)."""
+    text = (ROOT / "README.md").read_text()
+    line = next(x for x in text.splitlines() if "rollout.backend=vllm" in x)
+    assert line.startswith(HEAD), line
+    return shlex.split(line[len(HEAD) :].split("#", 1)[0])
+
+
+def test_the_readme_vllm_line_is_the_vllm_run():
+    assert readme_overrides() == [VLLM] == list(LAUNCHES["vllm"])
+
+
+def test_the_readme_vllm_line_launched_the_stand_in_in_its_vllm_mode(vllm):
+    console = next(vllm.out.rglob(CONSOLE_LOG)).read_text(errors="replace")
+    assert "CPU stand-in vLLM (AReaL's extension) server" in console
+    assert report_of(vllm)["protocol"] == "vllm"
+
+
 @pytest.mark.parametrize("run", VLLM_RUNS, indirect=True)
 def test_vllm_runs_generate_and_sync_over_vllms_routes(run, request):
     """Only AReaL's ``VLLMBackend`` (in `RemotevLLMEngine`) sends these."""
@@ -211,11 +235,11 @@ def test_vllm_runs_generate_and_sync_over_vllms_routes(run, request):
 
 
 def test_two_runs_with_one_seed_at_once_each_served_their_own_stand_in(
-    local_disk, vllm_local_xccl
+    local_disk, vllm
 ):
-    pids = [report_of(run)["pid"] for run in (local_disk, vllm_local_xccl)]
+    pids = [report_of(run)["pid"] for run in (local_disk, vllm)]
     assert pids[0] != pids[1]
-    for run in (local_disk, vllm_local_xccl):  # each forked its eval-rollout worker
+    for run in (local_disk, vllm):  # each forked its eval-rollout worker
         assert run.steps[-1]["eval_sub_em"] is not None
         assert (run.checkpoint / "model.safetensors").is_file()
 
@@ -233,8 +257,8 @@ def test_validation_ran_on_the_eval_rollout_worker(local_disk):
 
 
 @NO_CPU_RAY
-def test_ray_started_and_stopped_its_own_instance(ray_disk):
-    console = log_dir(ray_disk, CONSOLE_LOG).read_text()  # the full terminal output
+def test_ray_started_and_stopped_its_own_instance(ray):
+    console = log_dir(ray, CONSOLE_LOG).read_text()  # the full terminal output
     assert "started a local Ray instance with 2 CPUs" in console
     assert "stopped the local Ray instance" in console
     assert "RayScheduler" in console and "LocalScheduler" not in console

@@ -253,7 +253,9 @@ def test_a_kl_loss_without_a_reference_model_is_refused():
     check_kl_loss_config(cfg)  # off: no reference model needed
 
 
-class FakeEngine:
+class RecordingTrainEngine:
+    """A train engine that records its initialize() calls (the reference model)."""
+
     def __init__(self):
         self.calls = []
 
@@ -272,7 +274,9 @@ def test_the_trainer_adds_a_reference_model_for_the_kl_loss(coef, kl_ctl):
     trainer.ref, trainer._should_offload_ref = None, False
     trainer.recover_handler = SimpleNamespace(ft_spec="spec")
     built = []
-    trainer._create_train_engine = lambda c, a: built.append((c, a)) or FakeEngine()
+    trainer._create_train_engine = lambda c, a: (
+        built.append((c, a)) or RecordingTrainEngine()
+    )
     trainer._add_kl_loss_ref()
     if coef == 0:
         assert trainer.ref is None and not built  # AReaL's choice stands

@@ -25,8 +25,9 @@ def overrides(cmd: list[str]) -> tuple[str, ...]:
     return tuple(arg for arg in cmd[cmd.index("--config") + 2 :] if "=" in arg)
 
 
-def scheduler(cmd: list[str]) -> str:
-    return next(a for a in overrides(cmd) if a.startswith("scheduler.type="))
+def scheduler(cmd: list[str]) -> str | None:
+    """The command's scheduler override; None: the config's own."""
+    return next((a for a in overrides(cmd) if a.startswith("scheduler.type=")), None)
 
 
 CPU = commands_after("**The same launches on CPU.**")
