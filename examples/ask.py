@@ -40,7 +40,6 @@ from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 
 logger = logging.getLogger("MemAgentAsk")
-STANDIN_ENTRY = "standin.ask"
 WORKFLOW_PATH = "memagent_workflow.eval.ask.AskWorkflow"
 
 
@@ -64,7 +63,7 @@ def main(
     args, rest = parse_args(argv)
     try:
         stream = open_document(args.document)  # before anything is built
-        config = load_entry_config(rest, config_cls, STANDIN_ENTRY)
+        config = load_entry_config(rest, config_cls, __file__)
         make_shared_folders(config.cluster)
         inference = inference_cls(config)
         sets = config.eval.lengths, config.eval.tasks

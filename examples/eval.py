@@ -51,8 +51,6 @@ from memagent_workflow.eval.targets import Target
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 
 logger = logging.getLogger("MemAgentEval")
-# What runs a CPU stand-in config (named when one is given here).
-STANDIN_ENTRY = "standin.eval"
 
 
 # ------------------------------------------------------------------ the run
@@ -185,7 +183,7 @@ def load_config(
 ) -> MemAgentEvalConfig:
     """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
     config stops here, naming its own command."""
-    return load_entry_config(argv, config_cls, STANDIN_ENTRY)
+    return load_entry_config(argv, config_cls, __file__)
 
 
 def main(

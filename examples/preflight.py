@@ -25,13 +25,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ first
     sys.path.insert(0, str(ROOT))
 
-from memagent_workflow.config_loader import top_key  # noqa: E402
+from memagent_workflow.infra.config_loader import top_key  # noqa: E402
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
 from memagent_workflow.preflight.step import step_estimate  # noqa: E402
 
 Loader = Callable[[list[str]], Any]
-# What checks a CPU stand-in config (named when one is given here).
-STANDIN_ENTRY = "standin.preflight"
 
 
 def parse(argv: list[str]) -> tuple[Options, list[str]]:
@@ -108,7 +106,7 @@ def product_loaders() -> dict[str, Loader]:
     from memagent_workflow.infra.paths import load_entry_config
 
     return {
-        kind: partial(load_entry_config, config_cls=cls, standin_entry=STANDIN_ENTRY)
+        kind: partial(load_entry_config, config_cls=cls, script=__file__)
         for kind, cls in (("train", MemAgentGRPOConfig), ("eval", MemAgentEvalConfig))
     }
 

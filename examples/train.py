@@ -37,8 +37,6 @@ logger = logging.getLogger("MemAgentTrain")
 
 WORKFLOW = "memagent_workflow.workflow.MemAgentWorkflow"
 REQUIRED = ("id", "question", "context", "answers")
-# What runs a CPU stand-in config (named when one is given here).
-STANDIN_ENTRY = "standin.train"
 
 Job = Callable[[Any], AbstractContextManager[Any]]
 
@@ -153,7 +151,7 @@ def load_config(
 ) -> MemAgentGRPOConfig:
     """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
     config stops here, naming its own command."""
-    return load_entry_config(argv, config_cls, STANDIN_ENTRY)
+    return load_entry_config(argv, config_cls, __file__)
 
 
 def qualname(obj: Any) -> str:

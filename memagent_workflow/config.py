@@ -1,7 +1,7 @@
 """Configuration: the ``memagent:`` section on top of AReaL's GRPOConfig.
 
 Every knob carries its help text and its check here, in one place. How the
-entry scripts parse a config file is ``config_loader.py``'s.
+entry scripts parse a config file is ``infra/config_loader.py``'s.
 """
 
 from __future__ import annotations

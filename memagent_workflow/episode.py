@@ -10,7 +10,7 @@ import numpy as np
 
 from memagent_workflow.data.files import DataError
 from memagent_workflow.data.schema import BadField, parse_row
-from memagent_workflow.prompt_tokens import PromptTemplate
+from memagent_workflow.prompts.tokens import PromptTemplate
 from memagent_workflow.rows import Turn
 
 

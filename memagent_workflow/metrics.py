@@ -8,7 +8,7 @@ from areal.utils import stats_tracker
 
 from memagent_workflow.episode import Document, Episode
 from memagent_workflow.reward import extract_answer
-from memagent_workflow.squad_metrics import exact_match, f1, sub_em
+from memagent_workflow.reward.squad import exact_match, f1, sub_em
 
 
 def log_scalars(**stats: float) -> None:

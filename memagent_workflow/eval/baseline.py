@@ -25,8 +25,8 @@ from memagent_workflow.chunking import centre_truncate
 from memagent_workflow.context import aencode_context, prompt_room
 from memagent_workflow.episode import Episode, parse_item
 from memagent_workflow.eval.workflow import EvalSample, MemAgentEvalWorkflow
-from memagent_workflow.prompt_tokens import CHUNK_SLOT, encode_text, render_chat
-from memagent_workflow.prompt_wording import ANSWER_ASKS
+from memagent_workflow.prompts.tokens import CHUNK_SLOT, encode_text, render_chat
+from memagent_workflow.prompts.wording import ANSWER_ASKS
 
 FULL_CONTEXT_PROMPT = """\
 Read the document below, then answer the question that follows it. {ask}
@@ -51,7 +51,7 @@ Answer the question below. {ask}
 Answer:"""
 
 #: The baselines' prompt templates per answer protocol, asking for the answer
-#: as the built-in final prompts do (``prompt_wording.ANSWER_ASKS``).
+#: as the built-in final prompts do (``prompts.wording.ANSWER_ASKS``).
 FULL_CONTEXT_PROMPTS = {
     p: FULL_CONTEXT_PROMPT.format(ask=a) for p, a in ANSWER_ASKS.items()
 }

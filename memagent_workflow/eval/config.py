@@ -8,7 +8,7 @@ from memagent_workflow.config import MemAgentGRPOConfig
 from memagent_workflow.eval.benchmarks import BENCHMARKS, RULER_HQA
 from memagent_workflow.eval.ruler.tasks import PAPER_LENGTHS, expand_names
 from memagent_workflow.eval.sets import DEFAULT_LENGTHS, OFFICIAL_LENGTHS
-from memagent_workflow.original_prompts import eval_spec
+from memagent_workflow.prompts.original import eval_spec
 
 # eval.preset=paper: the protocol behind the MemAgent paper's RULER-HQA table
 # (the original taskutils/memory_eval/run.py with method="recurrent").

@@ -3,7 +3,7 @@
 As ``taskutils/memory_eval/ruler_hqa.py`` (``get_pred`` with ``calc_metrics``)
 scores: the answer ``reward.extract_answer`` reads under the answer protocol,
 compared with the first gold answer only, after SQuAD normalisation; each quirk
-is noted where it is reproduced. Training's rewards are in ``reward.py``.
+is noted where it is reproduced. Training's rewards are in ``reward/``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from memagent_workflow.reward import extract_answer
-from memagent_workflow.squad_metrics import f1, normalize_answer
+from memagent_workflow.reward.squad import f1, normalize_answer
 
 
 def _original_sub_em(pred: str, gold: str) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from memagent_workflow.eval.results import ResultWriter, SampleKey, read_records
-from memagent_workflow.squad_metrics import normalize_answer
+from memagent_workflow.reward.squad import normalize_answer
 
 TRACE_SUFFIX = ".trace.jsonl"
 RULER_SET = "RULER"  # RULER task files mark their samples so (ruler/generate.py)

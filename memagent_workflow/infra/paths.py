@@ -36,8 +36,8 @@ from areal.utils import logging
 from huggingface_hub.errors import HFValidationError
 from huggingface_hub.utils import validate_repo_id
 
-from memagent_workflow.config_loader import parse_config
-from memagent_workflow.original_prompts import is_spelling, resolve_dir
+from memagent_workflow.infra.config_loader import parse_config
+from memagent_workflow.prompts.original import is_spelling, resolve_dir
 
 C = TypeVar("C")
 logger = logging.getLogger("RunPaths")
@@ -159,9 +159,9 @@ def make_shared_folders(cluster: ClusterSpecConfig) -> list[str]:
     return made
 
 
-def load_entry_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
-    """An entry script's config: ``--config`` and its overrides parsed by
-    ``config_cls`` (a CPU stand-in config stops there, naming ``python -m
-    standin_entry``), every relative path made absolute, so that it means the same
-    in every worker."""
-    return resolve_paths(parse_config(argv, config_cls, standin_entry))
+def load_entry_config(argv: list[str], config_cls: type[C], script: str) -> C:
+    """The config of the entry script ``script`` (its path): ``--config`` and
+    its overrides parsed by ``config_cls`` (a CPU stand-in config stops there,
+    naming its command), every relative path made absolute, so that it means
+    the same in every worker."""
+    return resolve_paths(parse_config(argv, config_cls, script))

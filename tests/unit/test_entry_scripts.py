@@ -84,6 +84,28 @@ def test_a_stand_in_config_is_refused_naming_its_entry(loader, name, entry, tmp_
     assert f"`uv run python -m {entry} {' '.join(args)}`" in message
 
 
+def test_each_entry_that_refuses_a_stand_in_config_names_an_entry_that_exists():
+    # The refusal names standin.<script>: a script loading configs without a
+    # stand-in twin of that name would send the user to a missing module.
+    loading = [
+        p.stem
+        for p in sorted(ROOT.glob("examples/*.py"))
+        if "load_entry_config" in p.read_text()
+    ]
+    assert loading == ["ask", "eval", "preflight", "train"]
+    missing = [s for s in loading if not (ROOT / "standin" / f"{s}.py").exists()]
+    assert missing == []
+
+
+def test_the_preflight_refuses_a_stand_in_config_naming_its_own_entry(tmp_path):
+    args = argv("config_cpu.yaml", tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        preflight.product_loaders()["train"](args)
+    assert f"`uv run python -m standin.preflight {' '.join(args)}`" in str(
+        stop.value.code
+    )
+
+
 def test_another_unknown_key_is_still_an_error(tmp_path):
     with pytest.raises(Exception, match="nonsense"):
         product_train.load_config(argv("config.yaml", tmp_path, "+nonsense.x=1"))

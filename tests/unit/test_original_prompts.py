@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from memagent_workflow import original_source as osrc
 from memagent_workflow.prompts import PromptFileError, load_prompts
+from memagent_workflow.prompts import original_source as osrc
 
 _MEMORY = '''TEMPLATE = """Read the question, your notes so far and the next part of the text. Rewrite the notes so they keep whatever could answer the question.
 

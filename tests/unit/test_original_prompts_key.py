@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from memagent_workflow import original_prompts as op
 from memagent_workflow.prompts import PromptFileError, load_prompts
+from memagent_workflow.prompts import original as op
 from tests.unit.test_original_prompts import (
     by_hand,
     offline,  # noqa: F401 (an autouse fixture: it applies here too)

@@ -11,7 +11,6 @@ import pytest
 
 from memagent_workflow.config import workflow_kwargs
 from memagent_workflow.context import TurnTooLong
-from memagent_workflow.prompt_wording import FINAL_PROMPTS
 from memagent_workflow.prompts import (
     PromptFileError,
     PromptTexts,
@@ -19,6 +18,7 @@ from memagent_workflow.prompts import (
     load_prompts,
     main,
 )
+from memagent_workflow.prompts.wording import FINAL_PROMPTS
 from memagent_workflow.workflow import MemAgentWorkflow
 from standin.train import load_config
 from tests.builders import make_workflow

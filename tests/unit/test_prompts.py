@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from memagent_workflow.context import aencode_context, encode_context, split_text
-from memagent_workflow.prompt_wording import ANSWER_ASKS, FINAL_PROMPTS
 from memagent_workflow.prompts import final_answer_template, memory_update_template
+from memagent_workflow.prompts.wording import ANSWER_ASKS, FINAL_PROMPTS
 
 
 def doc(n: int) -> str:

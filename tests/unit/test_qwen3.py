@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-import memagent_workflow.prompt_tokens as pt
+import memagent_workflow.prompts.tokens as pt
 from memagent_workflow.prompts import PromptTexts, builtin_prompts
 from tests.qwen_vocab import END_THINK_ID, THINK_ID
 

@@ -9,7 +9,7 @@ from memagent_workflow.reward import (
     reward_function,
     squad_reward,
 )
-from memagent_workflow.squad_metrics import exact_match, f1, normalize_answer, sub_em
+from memagent_workflow.reward.squad import exact_match, f1, normalize_answer, sub_em
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ Each file of github.com/BytedTsinghua-SIA/MemAgent is read from a folder the
 user gives (``:DIR``), else the cache (``$XDG_CACHE_HOME/memagent``, else
 ``~/.cache/memagent``), else downloaded once from raw.githubusercontent.com and
 cached; every copy is checked against its pinned sha256. What is read out of
-the files is ``original_prompts.py``'s.
+the files is ``original.py``'s.
 """
 
 from __future__ import annotations

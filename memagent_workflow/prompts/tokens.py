@@ -11,8 +11,8 @@ prompt is the concatenation of these fixed pieces with the memory ids (exactly
 the tokens the model generated last turn) and the chunk ids (a slice of the
 tokenised document): token in, token out, no decode/re-encode drift.
 
-The wording itself is ``prompt_wording.py``'s (built in) or a user's file's
-(``prompts.py``).
+The wording itself is ``wording.py``'s (built in) or a user's file's
+(``prompts/__init__.py``).
 """
 
 from __future__ import annotations

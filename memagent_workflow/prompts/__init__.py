@@ -1,5 +1,10 @@
-"""The two MemAgent prompts' wording: built in (``prompt_wording.py``), or a
-user's prompts file.
+"""The two MemAgent prompts: their wording, built in (``wording.py``) or a
+user's prompts file, loaded and checked here.
+
+The folder holds the prompts whole: ``wording.py`` (the built-in wording, its
+only copy), ``tokens.py`` (a template as token ids), ``original.py`` and
+``original_source.py`` (the original MemAgent's templates, fetched at a pinned
+commit).
 
 The texts are ``str.format`` templates: the memory-update prompt has the slots
 ``{question}``, ``{memory}`` and ``{chunk}``, the final-answer prompt
@@ -10,11 +15,11 @@ JSON file that replaces it, with exactly the keys ``memory_update`` and
 the file and template named: unknown keys or slots, missing slots, a slot the
 template is split at used twice, unbalanced braces. (Whether the templates
 leave room for a full chunk is ``context.check_fit``'s; how a template becomes
-token ids, ``prompt_tokens.py``'s.)
+token ids, ``tokens.py``'s.)
 
 ``memagent.prompts=original`` (and its spellings) reads the original MemAgent's
 templates from its source instead, fetched at a pinned commit:
-``original_prompts.py``.
+``original.py``.
 
 To start a file from the built-in wording::
 
@@ -33,14 +38,14 @@ from pathlib import Path
 
 import yaml
 
-from memagent_workflow.original_prompts import original_templates, parse_spec
-from memagent_workflow.original_source import OriginalPromptsError
-from memagent_workflow.prompt_tokens import (
+from memagent_workflow.prompts.original import original_templates, parse_spec
+from memagent_workflow.prompts.original_source import OriginalPromptsError
+from memagent_workflow.prompts.tokens import (
     PromptTemplate,
     text_template,
     token_template,
 )
-from memagent_workflow.prompt_wording import (
+from memagent_workflow.prompts.wording import (
     FINAL_ANSWER_PROMPT,
     FINAL_PROMPTS,
     MEMORY_UPDATE_PROMPT,
@@ -146,7 +151,7 @@ def load_prompts(
 ) -> PromptTexts:
     """The templates of a YAML or JSON file, checked; None: the built-in ones,
     whose final prompt asks for ``protocol``'s answer form (None: boxed);
-    ``original...``: the original MemAgent's (``original_prompts.py``), refused
+    ``original...``: the original MemAgent's (``original.py``), refused
     if they ask for another form than ``protocol``."""
     if path is None or str(path) == "":
         return builtin_prompts(protocol or "boxed")
@@ -255,7 +260,3 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = ap.parse_args(argv)
     sys.stdout.write(prompts_file_text(builtin_prompts(args.answer_protocol)))
-
-
-if __name__ == "__main__":
-    main()

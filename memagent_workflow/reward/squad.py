@@ -1,7 +1,7 @@
 """The SQuAD answer metrics (after SQuAD's normalisation: case, punctuation,
 articles, white space), each the max over the gold answers: logged by the
 training workflow (``metrics.py``), scored by the eval (``eval/scoring.py``) and
-used by the ``squad`` training reward (``reward.py``)."""
+used by the ``squad`` training reward (``reward/__init__.py``)."""
 
 from __future__ import annotations
 

@@ -36,7 +36,7 @@ import string
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from memagent_workflow.original_source import (
+from memagent_workflow.prompts.original_source import (
     COMMIT,
     EVAL_ANSWER_IS_FILE,
     EVAL_BOXED_FILE,

@@ -30,7 +30,7 @@ import string (``package.module.function``) of a function
 whatever the protocol.
 
 The SQuAD-normalised metrics (``sub_em``, ``exact_match``, ``f1``) logged
-during training and scored by the eval: ``squad_metrics.py``.
+during training and scored by the eval: ``reward/squad.py``.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable
 
 from areal.utils.dynamic_import import import_from_string
 
-from memagent_workflow.squad_metrics import exact_match, gold_list
+from memagent_workflow.reward.squad import exact_match, gold_list
 
 RewardFn = Callable[[str, list[str]], float]
 

@@ -5,21 +5,25 @@ AReaL's ``load_expr_config``, a CPU stand-in config refused with its command.
 from __future__ import annotations
 
 import shlex
+from pathlib import Path
 from typing import TypeVar
 
 C = TypeVar("C")
 # The section only a CPU stand-in config has (standin/config.py adds it); the
-# product's entry scripts refuse such a config, naming the stand-in's command.
+# product's entry scripts refuse such a config, naming the stand-in's entry of
+# the same name (standin/<script>.py, which calls the script's main).
 STANDIN_SECTION = "standin"
+STANDIN_PACKAGE = "standin"
 
 
-def parse_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
+def parse_config(argv: list[str], config_cls: type[C], script: str) -> C:
     """``--config`` and its overrides parsed by ``config_cls`` (AReaL's
     ``load_expr_config``).
 
     A CPU stand-in config has a ``standin:`` section, which the product's
     classes lack: it stops here with one line naming the command that runs it,
-    ``python -m standin_entry`` with the same arguments.
+    the stand-in's entry named as ``script`` (the entry script's path), with the
+    same arguments.
     """
     from areal.api.cli_args import load_expr_config
 
@@ -28,13 +32,14 @@ def parse_config(argv: list[str], config_cls: type[C], standin_entry: str) -> C:
     except KeyError as exc:  # OmegaConf's ConfigKeyError: a key the class lacks
         if top_key(exc) != STANDIN_SECTION:
             raise
+        entry = f"{STANDIN_PACKAGE}.{Path(script).stem}"
         args = " ".join(shlex.quote(a) for a in argv)
         pairs = zip(argv, argv[1:], strict=False)
         name = next((v for k, v in pairs if k == "--config"), "this config")
         raise SystemExit(
             f"{name} is a CPU stand-in config (its {STANDIN_SECTION}: section is "
             f"not {config_cls.__name__}'s): run it with "
-            f"`uv run python -m {standin_entry} {args}`"
+            f"`uv run python -m {entry} {args}`"
         ) from None
     return config
 

@@ -1,5 +1,5 @@
 """The built-in wording of the two MemAgent prompts: the project's own, and its
-only copy. ``str.format`` templates (slots and loading: ``prompts.py``).
+only copy. ``str.format`` templates (slots and loading: ``prompts/__init__.py``).
 """
 
 from __future__ import annotations
