@@ -5,6 +5,8 @@ computes them: one request, concurrent batched requests, prompt scoring, and
 through AReaL's own client across a pause.
 """
 
+import asyncio
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -32,6 +34,34 @@ def recompute(model, prompt, output, temperature):
         logits = model(torch.tensor([prompt + output])).logits[0].float()
     logp = torch.log_softmax(logits[len(prompt) - 1 : -1] / temperature, dim=-1)
     return logp.gather(1, torch.tensor(output)[:, None])[:, 0]
+
+
+def parsed_stop_reasons(monkeypatch, backend_cls) -> list[str]:
+    """The stop reasons AReaL's client has parsed so far, in order.
+
+    On AReaL 1.0.4 an aborted reply's tokens take the version current when the
+    reply is parsed (the stamp follows the parse with no await between), so a
+    test waits for ``"abort"`` here before moving the version, rather than
+    sleeping and hoping the reply has arrived."""
+    seen: list[str] = []
+    parse = backend_cls.parse_generation_response
+
+    def spy(backend, result):
+        out = parse(backend, result)
+        seen.append(out.stop_reason)
+        return out
+
+    monkeypatch.setattr(backend_cls, "parse_generation_response", spy)
+    return seen
+
+
+async def until(done, what: str, timeout: float = 60.0) -> None:
+    """Poll ``done()`` on the event loop until it holds."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"never happened: {what}")
+        await asyncio.sleep(0.01)
 
 
 def test_generate_meta_info(standin_server):
@@ -166,7 +196,7 @@ def test_input_token_logprobs_for_scoring(standin_server, ref_model):
     assert torch.allclose(torch.tensor([lp for lp, _, _ in rows]), want, atol=1e-4)
 
 
-def test_areal_remote_sglang_engine(standin_server, ref_model):
+def test_areal_remote_sglang_engine(standin_server, ref_model, monkeypatch):
     """AReaL's real client: concurrent agenerate, then pause/resume mid-request.
 
     The weight version each output token carries (``output_versions``) is the
@@ -178,11 +208,9 @@ def test_areal_remote_sglang_engine(standin_server, ref_model):
     rules give each token the version that generated it; with the server
     paused alone, a request resubmitted before the version moved keeps the old
     one on main (docs/areal-versions.md)."""
-    import asyncio
-
     from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
     from areal.api.io_struct import ModelRequest
-    from areal.engine.sglang_remote import RemoteSGLangEngine
+    from areal.engine.sglang_remote import RemoteSGLangEngine, SGLangBackend
 
     config = InferenceEngineConfig(
         backend="sglang:d1", consumer_batch_size=8, max_concurrent_rollouts=8,
@@ -190,6 +218,7 @@ def test_areal_remote_sglang_engine(standin_server, ref_model):
     )  # fmt: skip
     engine = RemoteSGLangEngine(config)
     engine.initialize(addr=standin_server.addr, train_data_parallel_size=1)
+    parsed = parsed_stop_reasons(monkeypatch, SGLangBackend)
 
     def request(prompt, n, **kw):
         gconfig = GenerationHyperparameters(max_new_tokens=n, temperature=1.0, **kw)
@@ -207,8 +236,9 @@ def test_areal_remote_sglang_engine(standin_server, ref_model):
         await asyncio.to_thread(wait_running, standin_server)
         if trainer_order:
             engine.pause()  # no request goes out until resume()
+        aborts = parsed.count("abort")
         await asyncio.to_thread(engine.pause_generation)
-        await asyncio.sleep(0.3)  # let the client take in the aborted chunk
+        await until(lambda: parsed.count("abort") > aborts, "the aborted reply")
         engine.set_version(version)  # as after a weight update
         await asyncio.to_thread(engine.continue_generation)
         if trainer_order:

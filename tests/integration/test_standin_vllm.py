@@ -22,7 +22,11 @@ from transformers import AutoModelForCausalLM
 from standin.launch import StandinServer
 from standin.model import weights_digest
 from tests.http import call
-from tests.integration.test_standin_generate import recompute
+from tests.integration.test_standin_generate import (
+    parsed_stop_reasons,
+    recompute,
+    until,
+)
 from tests.integration.test_standin_server import PROMPT, wait_running
 
 CONTEXT = 256  # --context-length (vLLM's max_model_len) of this file's server
@@ -176,7 +180,7 @@ def test_pause_aborts_with_partial_output_and_holds_new_requests(server):
     assert results["late"]["choices"][0]["finish_reason"] == "length"
 
 
-def test_remote_vllm_engine(server, ref_model, tiny_model_dir, tmp_path):
+def test_remote_vllm_engine(server, ref_model, tiny_model_dir, tmp_path, monkeypatch):
     """AReaL's real client: agenerate with stops, a pause mid-request, then a
     disk update and the version it sets."""
     from areal.api.cli_args import GenerationHyperparameters, InferenceEngineConfig
@@ -189,6 +193,7 @@ def test_remote_vllm_engine(server, ref_model, tiny_model_dir, tmp_path):
     )  # fmt: skip
     engine = RemotevLLMEngine(config)
     engine.initialize(addr=server.addr, train_data_parallel_size=1)
+    parsed = parsed_stop_reasons(monkeypatch, VLLMBackend)
 
     def request(prompt, n, **kw):
         gconfig = GenerationHyperparameters(max_new_tokens=n, temperature=1.0, **kw)
@@ -211,7 +216,7 @@ def test_remote_vllm_engine(server, ref_model, tiny_model_dir, tmp_path):
         # (AReaL main, #1569; tests/integration/test_standin_generate.py).
         engine.pause()
         await asyncio.to_thread(engine.pause_generation)
-        await asyncio.sleep(0.3)  # let the client take in the aborted part
+        await until(lambda: "abort" in parsed, "the aborted reply")
         engine.set_version(1)  # as after a weight update
         await asyncio.to_thread(engine.continue_generation)
         engine.resume()
