@@ -21,6 +21,7 @@ import pytest
 
 from standin.launch import StandinServer
 from tests.http import call
+from tests.integration.test_standin_server import wait_for
 
 PROMPT = [5, 17, 42, 99, 3, 250, 7]
 CONTEXT = 32
@@ -74,15 +75,6 @@ def test_a_null_stop_token_id_is_accepted(small):
     status, out = generate(small, PROMPT, stop_token_ids=[None, 3], ignore_eos=True)
     assert status == 200 and len(out["output_ids"]) == 4
     assert "text" not in out  # no tokenizer, no text (as SGLang)
-
-
-def wait_for(server, field, n, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if call(server, "/get_server_info")[1][field] >= n:
-            return
-        time.sleep(0.02)
-    raise TimeoutError(f"{field} never reached {n}")
 
 
 @pytest.fixture(scope="module")

@@ -36,13 +36,21 @@ def pairs(out):
     return out["meta_info"]["output_token_logprobs"]
 
 
-def wait_running(server, n=1, timeout=20.0):
+def wait_for(server, field, n, timeout=60.0):
+    """Poll ``/get_server_info`` until ``field`` (running, waiting) reaches ``n``.
+
+    A running request has its first token: the stand-in admits a request with
+    its prefill, which samples that token."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if call(server, "/get_server_info")[1]["running"] >= n:
+        if call(server, "/get_server_info")[1][field] >= n:
             return
         time.sleep(0.02)
-    raise TimeoutError("request never started running")
+    raise TimeoutError(f"{field} never reached {n}")
+
+
+def wait_running(server, n=1):
+    wait_for(server, "running", n)
 
 
 def test_health_and_info(standin_server, tiny_model_dir):
@@ -84,7 +92,8 @@ def test_pause_aborts_and_queues_until_continue(standin_server):
         # A request sent while paused waits (no busy abort loop) until continue.
         queued = threading.Thread(target=run, args=("queued", 4))
         queued.start()
-        time.sleep(0.8)
+        wait_for(standin_server, "waiting", 1)
+        time.sleep(0.5)  # time for a wrong server to abort it again
         assert queued.is_alive()
         assert call(standin_server, "/get_server_info")[1]["waiting"] == 1
     finally:
