@@ -9,9 +9,8 @@ The document (a text or Markdown file, ``-`` for standard input) runs through
 ``AREAL_LLM_SERVER_ADDRS`` names running servers). A bar counts the chunks read
 with the memory's current length; the final memory and the answer are printed;
 ``--trace`` writes the page ``view_trace.py`` writes for an eval, for this run.
-``--answer`` (optional) scores the answer and marks it in the memory. On CPU
-the stand-in serves the model: ``uv run python -m standin.ask`` with a stand-in
-config (docs/trace.md).
+``--answer`` (optional) scores the answer and marks it in the memory. Without a
+GPU: docs/trace.md.
 """
 
 from __future__ import annotations
@@ -68,7 +67,7 @@ def main(
         inference = inference_cls(config)
         sets = config.eval.lengths, config.eval.tasks
         config.eval.lengths, config.eval.tasks = [], []  # no eval file is made
-        inference.prepare()  # the stand-in builds its model here; no server yet
+        inference.prepare()  # before any server: the model may be built here
         # restored: a launched worker rebuilds the config, which needs a task
         config.eval.lengths, config.eval.tasks = sets
         kwargs = workflow_kwargs(config, gconfig=config.gconfig, trace=True)

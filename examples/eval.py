@@ -6,10 +6,7 @@ AReaL launches SGLang (single controller; the model is ``actor.path``):
 Servers already running (one ``host:port`` per server):
     AREAL_LLM_SERVER_ADDRS=10.0.0.1:30000,10.0.0.2:30000 \\
         python3 examples/eval.py --config config_eval.yaml actor.path=CKPT_DIR
-CPU stand-in with a tiny random model (a smoke run, not a result; its own entry
-calls `main` with its inference):
-    uv run python -m standin.eval --config config_eval_cpu.yaml \\
-        eval.data_root=DIR eval.lengths=[50] eval.output_dir=OUT
+Without a GPU: docs/eval.md (its CPU smoke run).
 
 Writes ``length_{N}.jsonl`` (one line per finished sample, appended and fsync'ed),
 ``length_{N}.trace.jsonl`` (``eval.trace``: the memory turn by turn, written
@@ -181,8 +178,8 @@ def stream(
 def load_config(
     argv: list[str], config_cls: type[MemAgentEvalConfig] = MemAgentEvalConfig
 ) -> MemAgentEvalConfig:
-    """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
-    config stops here, naming its own command."""
+    """``--config`` and its overrides (`load_entry_config`); a config for
+    another entry stops here, naming that entry's command."""
     return load_entry_config(argv, config_cls, __file__)
 
 
@@ -193,7 +190,7 @@ def main(
     inference_cls: type[ClusterInference] = ClusterInference,
 ) -> None:
     """Load the config with ``config_cls`` and evaluate with ``inference_cls``
-    (a GPU cluster by default; the CPU stand-in passes its own)."""
+    (a GPU cluster by default)."""
     config = load_config(argv, config_cls)
     make_shared_folders(config.cluster)  # AReaL's schedulers require them
     try:

@@ -7,9 +7,8 @@ blocking item. Nothing is started (no server, no worker).
 Takes the same ``--config`` and overrides as ``train.py`` (or ``eval.py``, for a
 config with an ``eval:`` section, which the training config refuses), loaded by
 their ``load_config``; the flags below are the preflight's own estimates and
-statements. A CPU stand-in config has its own preflight entry:
-
-    uv run python -m standin.preflight --config config_cpu.yaml
+statements. A config made for another entry is refused with that entry's
+command.
 """
 
 from __future__ import annotations
@@ -100,7 +99,7 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
 
 def product_loaders() -> dict[str, Loader]:
     """``train.py``'s and ``eval.py``'s config classes, by kind of run, loaded as
-    they load them (a stand-in config is named with the preflight's command)."""
+    they load them (a config for another entry is refused with its command)."""
     from memagent_workflow.config import MemAgentGRPOConfig
     from memagent_workflow.eval.config import MemAgentEvalConfig
     from memagent_workflow.infra.paths import load_entry_config

@@ -3,8 +3,7 @@
 GPU, single controller:  python3 examples/train.py --config config.yaml scheduler.type=local
 GPU, SPMD launcher:      python3 -m areal.infra.launcher.local examples/train.py \
                              --config config.yaml allocation_mode=sglang:d4p1t1+fsdp:d4p1t1
-CPU stand-in (config_cpu.yaml; its own entry calls `main` with its classes):
-                         uv run python -m standin.train --config config_cpu.yaml
+Without a GPU: the README's quick start.
 """
 
 from __future__ import annotations
@@ -149,8 +148,8 @@ def train(
 def load_config(
     argv: list[str], config_cls: type[MemAgentGRPOConfig] = MemAgentGRPOConfig
 ) -> MemAgentGRPOConfig:
-    """``--config`` and its overrides (`load_entry_config`); a CPU stand-in
-    config stops here, naming its own command."""
+    """``--config`` and its overrides (`load_entry_config`); a config for
+    another entry stops here, naming that entry's command."""
     return load_entry_config(argv, config_cls, __file__)
 
 
@@ -172,7 +171,7 @@ def main(
 ) -> None:
     """Load the config with ``config_cls`` and train with ``trainer_cls`` inside
     ``job(config)``, what the machine provides around training (a GPU cluster:
-    nothing). The defaults are the GPU run; the CPU stand-in passes its own."""
+    nothing). The defaults are the GPU run; the run logs the classes it got."""
     config = load_config(argv, config_cls)
     make_shared_folders(config.cluster)  # AReaL's schedulers require them
     with contextlib.ExitStack() as stack:

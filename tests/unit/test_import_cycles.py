@@ -79,6 +79,11 @@ def test_no_import_cycles():
     assert cycles(graph) == []
 
 
+def under(mod: str, packages) -> bool:
+    """``mod`` is one of ``packages`` or inside one."""
+    return any(mod == p or mod.startswith(p + ".") for p in packages)
+
+
 def test_the_algorithm_imports_none_of_the_folders_around_it():
     """The package map: the top-level modules (the algorithm, on data/'s row
     schema) import none of the trainer extensions, recovery, plumbing, eval or
@@ -89,18 +94,10 @@ def test_the_algorithm_imports_none_of_the_folders_around_it():
     folders.append("memagent_workflow.areal_internals")
     around = (*folders, "memagent_workflow.data")
     top = [
-        m
-        for m in graph
-        if m.startswith("memagent_workflow.")
-        and not any(m == f or m.startswith(f + ".") for f in around)
+        m for m in graph if m.startswith("memagent_workflow.") and not under(m, around)
     ]
     assert "memagent_workflow.workflow" in top and "memagent_workflow.reward" in top
     assert "memagent_workflow.prompts.tokens" in top
     for mod in top:
-        reach = {
-            dep
-            for dep in graph[mod]
-            for f in folders
-            if dep == f or dep.startswith(f + ".")
-        }
+        reach = {dep for dep in graph[mod] if under(dep, folders)}
         assert not reach, f"{mod} imports {sorted(reach)}"
