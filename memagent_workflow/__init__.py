@@ -23,7 +23,4 @@ Around it, each a folder:
     preflight/      checks of a GPU launch before it starts
     areal_internals/    the AReaL internals relied on, pinned: an upgrade's cost
                     (pinned.py; revised.py, their code at later AReaL commits)
-
-The CPU test double of the engines (``standin/``) lives outside this package;
-nothing here imports it.
 """

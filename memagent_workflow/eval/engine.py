@@ -6,8 +6,8 @@ AReaL's SPMD launcher, ``allocation_mode``'s servers: ``infra.engines``):
 AReaL's `RemoteSGLangEngine` or `RemotevLLMEngine`, with the server arguments
 of the ``sglang:`` or ``vllm:`` section. What surrounds the engine (the model
 and data a cluster holds, the servers already running, the engine class) is a
-``ClusterInference``: ``examples/eval.py`` builds this one; the CPU stand-in's
-eval entry passes its own subclass.
+``ClusterInference``: ``examples/eval.py`` builds this one; another entry may
+pass its own subclass.
 """
 
 from __future__ import annotations
@@ -91,9 +91,8 @@ def open_engine(
             except RuntimeError as exc:
                 raise EvalRefused(
                     f"{exc} Set scheduler.type=local (AReaL launches the servers), "
-                    "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers, or "
-                    "run the CPU stand-in (python -m standin.eval --config "
-                    "config_eval_cpu.yaml)."
+                    "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers "
+                    "(without a GPU: docs/eval.md)."
                 ) from exc
         stack.callback(engine.destroy)
         yield engine

@@ -161,7 +161,7 @@ def make_shared_folders(cluster: ClusterSpecConfig) -> list[str]:
 
 def load_entry_config(argv: list[str], config_cls: type[C], script: str) -> C:
     """The config of the entry script ``script`` (its path): ``--config`` and
-    its overrides parsed by ``config_cls`` (a CPU stand-in config stops there,
-    naming its command), every relative path made absolute, so that it means
-    the same in every worker."""
+    its overrides parsed by ``config_cls`` (a config made for another entry
+    stops there, naming its command), every relative path made absolute, so
+    that it means the same in every worker."""
     return resolve_paths(parse_config(argv, config_cls, script))
