@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bench import report_actor, report_loop, report_sections
+from bench import report_actor, report_loop, report_sections, report_serve
 from bench.report_sections import ratio_cell, status_cell
 
 FILES = (
@@ -19,6 +19,7 @@ FILES = (
     "learning",
     "actor",
     "length",
+    "serve",
 )
 TITLES = {
     "overhead": "1. Driver overhead per turn",
@@ -29,6 +30,7 @@ TITLES = {
     "learning": "6. Learning: GRPO through the real stack, and two controls",
     "actor": "7. The actor update: where its time goes, and what two options save",
     "length": "8. Length: trained on short documents, read at up to 256 chunks",
+    "serve": "10. The service: OpenAI's chat API in front of the engine",
 }
 PLOT = "loop.png"
 PREVIOUS = "loop.previous.json"  # the loop result a new run replaced (run.py)
@@ -54,6 +56,7 @@ RENDER = {
     "learning": report_sections.learning,
     "actor": report_actor.actor,
     "length": report_sections.length,
+    "serve": report_serve.serve,
 }
 
 
@@ -121,7 +124,7 @@ def render(
     lines += [
         "Reproduce with `uv run python bench/run.py` (all seven, about an hour on 2 "
         "cores depending on the load; "
-        "`--only overhead|async|replay|loop|scaling|learning|actor|length` for some, `--smoke` "
+        "`--only overhead|async|replay|loop|scaling|learning|actor|length|serve` for some, `--smoke` "
         "for toy sizes). "
         "Raw numbers: `bench/results/*.json`.",
         "",

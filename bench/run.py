@@ -24,10 +24,11 @@ BENCHMARKS = {
     "learning": "bench.learning",
     "actor": "bench.actor",
     "length": "bench.length",
+    "serve": "bench.serve",
 }
 # Not in a --smoke run of everything: their toy versions cost minutes, and
 # tests/e2e/test_learning.py runs the same train_run path for real.
-NOT_IN_SMOKE = ("learning", "actor", "length")
+NOT_IN_SMOKE = ("learning", "actor", "length", "serve")
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
@@ -37,6 +38,7 @@ RESULT_NAMES = {
     "learning": "learning",
     "actor": "actor",
     "length": "length",
+    "serve": "serve",
 }
 
 

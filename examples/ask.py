@@ -9,8 +9,10 @@ The document (a text or Markdown file, ``-`` for standard input) runs through
 ``AREAL_LLM_SERVER_ADDRS`` names running servers). A bar counts the chunks read
 with the memory's current length; the final memory and the answer are printed;
 ``--trace`` writes the page ``view_trace.py`` writes for an eval, for this run.
-``--answer`` (optional) scores the answer and marks it in the memory. Without a
-GPU: docs/trace.md.
+``--answer`` (optional) scores the answer and marks it in the memory. Exit
+status 2: an input refused; 1: the episode failed, or gave no result within
+``rollout.request_timeout`` seconds, the cause in one line. Without a GPU:
+docs/trace.md.
 """
 
 from __future__ import annotations
@@ -33,9 +35,16 @@ from memagent_workflow.eval.ask import (
     encode_stream,
     open_document,
     read_progress,
+    save_ids,
 )
+from memagent_workflow.eval.ask_wait import EpisodeLost, wait_record
 from memagent_workflow.eval.config import MemAgentEvalConfig
-from memagent_workflow.eval.engine import ClusterInference, open_engine
+from memagent_workflow.eval.engine import (
+    ROLLOUT_ROLE,
+    ClusterInference,
+    open_engine,
+)
+from memagent_workflow.infra.config_loader import exits_on_config_error
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 
 logger = logging.getLogger("MemAgentAsk")
@@ -52,6 +61,7 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_known_args(argv)
 
 
+@exits_on_config_error
 def main(
     argv: list[str],
     *,
@@ -80,7 +90,11 @@ def main(
     except AskRefused as exc:
         logger.error(f"refused: {exc}")
         sys.exit(2)
-    rec = run(config, inference, workflow, kwargs, ids, args)
+    try:
+        rec = run(config, inference, workflow, kwargs, ids, args)
+    except EpisodeLost as exc:  # the engine and its processes are gone by now
+        logger.error(f"the episode failed: {exc}")
+        sys.exit(1)
     show(rec, args)
 
 
@@ -92,13 +106,21 @@ def run(
     ids: Any,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
-    """The episode through the engine, a bar over its chunks."""
+    """The episode through the engine, a bar over its chunks; `EpisodeLost` if
+    it gives no record (within ``rollout.request_timeout``: ``ask_wait.py``)."""
     n_chunks = -(-len(ids) // workflow.chunk_tokens)
     bar: Any = None
+    progress: Path | None = None
+    files: list[Path] = []  # on the shared root, removed after the run
 
     def on_turn(turn: int, memory_tokens: int) -> None:
         bar.update(1)
         bar.set_postfix(memory_tokens=memory_tokens, refresh=False)
+
+    def on_poll() -> None:
+        if progress is not None and (last := read_progress(progress)):
+            bar.update(last[0] + 1 - bar.n)
+            bar.set_postfix(memory_tokens=last[1], refresh=False)
 
     data = {
         "id": Path(args.document).name if args.document != "-" else "stdin",
@@ -107,29 +129,34 @@ def run(
         "context_ids": ids,
     }
     config.eval.concurrency = 1
-    progress: Path | None = None
-    with open_engine(config, inference) as engine:
-        bar = tqdm(total=n_chunks, desc="chunks", unit="chunk", file=sys.stderr)
-        if config.scheduler.type is None:  # in this process
-            workflow.on_turn = on_turn
-            engine.submit(data, workflow=workflow)
-        else:  # a remote worker reports its turns in a file on the shared root
-            progress = Path(config.cluster.fileroot) / "ask" / f"{uuid.uuid4()}.txt"
-            progress.parent.mkdir(parents=True, exist_ok=True)
-            data["context_ids"] = ids.tolist()
-            remote = {**kwargs, "progress_file": str(progress)}
-            engine.submit(data, workflow=WORKFLOW_PATH, workflow_kwargs=remote)
-        got: list[Any] = []
-        while not got:
-            got = [r for r in engine.wait(1, timeout=0.2, raise_timeout=False) if r]
-            if progress is not None and (last := read_progress(progress)):
-                bar.update(last[0] + 1 - bar.n)
-                bar.set_postfix(memory_tokens=last[1], refresh=False)
-    if progress is not None:
-        progress.unlink(missing_ok=True)
-    rec = got[0]
-    bar.update(n_chunks - bar.n)
-    bar.close()
+    role = None
+    try:
+        with open_engine(config, inference) as engine:
+            bar = tqdm(total=n_chunks, desc="chunks", unit="chunk", file=sys.stderr)
+            if config.scheduler.type is None:  # in this process
+                workflow.on_turn = on_turn
+                engine.submit(data, workflow=workflow)
+            else:  # a remote worker: the ids and its turns in files on the shared root
+                root = config.cluster.fileroot
+                progress = Path(root) / "ask" / f"{uuid.uuid4()}.txt"
+                progress.parent.mkdir(parents=True, exist_ok=True)
+                files += [progress, save_ids(data.pop("context_ids"), root)]
+                data["context_ids_file"] = str(files[1])
+                remote = {**kwargs, "progress_file": str(progress)}
+                engine.submit(data, workflow=WORKFLOW_PATH, workflow_kwargs=remote)
+                role = ROLLOUT_ROLE
+            rec = wait_record(
+                engine,
+                config.rollout.request_timeout,
+                on_poll=on_poll,
+                worker_role=role,
+            )
+            bar.update(n_chunks - bar.n)
+    finally:
+        if bar is not None:
+            bar.close()
+        for path in files:
+            path.unlink(missing_ok=True)
     return rec
 
 
@@ -147,7 +174,8 @@ def show(rec: dict[str, Any], args: argparse.Namespace) -> None:
         kind = diagnostics.kind(tr, right) or "answered right"
         print(f"gold: {args.answer} -> {'right' if right else 'wrong'} ({kind})")
     if args.trace:
-        line = {**rec, **tr, "answered": trace.answered(rec) if args.answer else False}
+        # no --answer: unscored (None), never shown as a wrong answer
+        line = {**rec, **tr, "answered": trace.answered(rec) if args.answer else None}
         key = (rec["id"], 0)
         m = diagnostics.split({key: rec}, {key: line}) if args.answer else None
         rows = [{"task": "ask", "length": tr["n_chunks"], "mode": "memagent"}]

@@ -45,6 +45,7 @@ from memagent_workflow.eval.checks import (
 from memagent_workflow.eval.config import MemAgentEvalConfig
 from memagent_workflow.eval.engine import ClusterInference, open_engine
 from memagent_workflow.eval.targets import Target
+from memagent_workflow.infra.config_loader import exits_on_config_error
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 
 logger = logging.getLogger("MemAgentEval")
@@ -183,6 +184,7 @@ def load_config(
     return load_entry_config(argv, config_cls, __file__)
 
 
+@exits_on_config_error
 def main(
     argv: list[str],
     *,

@@ -3,6 +3,10 @@ blocking item. Nothing is started (no server, no worker).
 
     uv run python examples/preflight.py --config config.yaml [overrides ...]
     uv run python examples/preflight.py --config config_eval.yaml scheduler.type=local
+    uv run python examples/preflight.py --config config.yaml --measured smoke.json
+
+``--measured``: the rates ``examples/smoke.py`` measured (its JSON) in place of
+the constants, for the step estimate and the run's projection in GPU-hours.
 
 Takes the same ``--config`` and overrides as ``train.py`` (or ``eval.py``, for a
 config with an ``eval:`` section, which the training config refuses), loaded by
@@ -24,9 +28,19 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # `python examples/preflight.py` puts examples/ first
     sys.path.insert(0, str(ROOT))
 
-from memagent_workflow.infra.config_loader import top_key  # noqa: E402
+from memagent_workflow.infra.config_loader import (  # noqa: E402
+    ConfigError,
+    exits_on_config_error,
+    top_key,
+)
 from memagent_workflow.preflight import Options, Run, blocking, render, run_checks  # noqa: E402
-from memagent_workflow.preflight.step import step_estimate  # noqa: E402
+from memagent_workflow.preflight.projection import projection  # noqa: E402
+from memagent_workflow.preflight.rates import (  # noqa: E402
+    MeasuredFileError,
+    check_model,
+    read_measured,
+    step_rates,
+)
 
 Loader = Callable[[list[str]], Any]
 
@@ -45,8 +59,8 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
     p.add_argument(
         "--decode-tokens-per-s",
         type=float,
-        default=20.0,
-        help="tokens per second one request decodes in a full batch (default 20)",
+        help="tokens per second one request decodes in a full batch (default: "
+        "measured, else 20)",
     )
     p.add_argument(
         "--gpu-memory-gib",
@@ -74,9 +88,15 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
     p.add_argument(
         "--train-tflops",
         type=float,
-        default=120.0,
         help="training TFLOP/s one actor GPU achieves, for the step estimate "
-        "(default 120: the original's measured 7B update on H100s)",
+        "where the actor's rates are not measured (default 120: the original's "
+        "measured 7B update on H100s)",
+    )
+    p.add_argument(
+        "--measured",
+        metavar="FILE",
+        help="examples/smoke.py's JSON: its measured rates replace the constants "
+        "in the step estimate and the run's projection",
     )
     p.add_argument(
         "--max-rows",
@@ -84,6 +104,10 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
         help="check only the first N rows of each data file (default: all)",
     )
     args, rest = p.parse_known_args(argv)
+    try:
+        measured = read_measured(args.measured) if args.measured else None
+    except MeasuredFileError as exc:
+        p.error(str(exc))
     options = Options(
         turn_seconds=args.turn_seconds,
         decode_tokens_per_s=args.decode_tokens_per_s,
@@ -93,7 +117,12 @@ def parse(argv: list[str]) -> tuple[Options, list[str]]:
         shared_fs=args.shared_fs,
         max_rows=args.max_rows,
         train_tflops=args.train_tflops,
+        measured=measured,
     )
+    try:
+        step_rates(options)  # a flag beside the rate the file measured
+    except MeasuredFileError as exc:
+        p.error(str(exc))
     return options, rest
 
 
@@ -115,12 +144,13 @@ def load(argv: list[str], loaders: Mapping[str, Loader]) -> tuple[Any, str]:
     config, unless the training loader refuses its ``eval:`` section."""
     try:
         return loaders["train"](argv), "train"
-    except KeyError as exc:  # OmegaConf's ConfigKeyError: a key the class lacks
+    except ConfigError as exc:  # a key the class lacks: eval's section?
         if top_key(exc) != "eval":
             raise
     return loaders["eval"](argv), "eval"
 
 
+@exits_on_config_error
 def main(
     argv: list[str],
     loaders: Mapping[str, Loader] | None = None,
@@ -132,10 +162,16 @@ def main(
     place of a cluster (default: nothing, a cluster has them)."""
     options, rest = parse(argv)
     config, kind = load(rest, loaders or product_loaders())
+    if options.measured is not None:
+        try:
+            check_model(options.measured, str(config.actor.path))
+        except MeasuredFileError as exc:
+            print(f"preflight: {exc}", file=sys.stderr)
+            return 2
     run = Run(config, kind, options, inputs_by=(inputs_by or {}).get(kind))
-    checks = run_checks(run)
-    if (step := step_estimate(run)) is not None:
-        print(step.describe(), end="\n\n")
+    checks = run_checks(run)  # first: the data checks count the training rows
+    if (found := projection(run)) is not None:
+        print(found.step.describe(), found.describe(), sep="\n", end="\n\n")
     print(render(checks), flush=True)
     return 1 if blocking(checks) else 0
 

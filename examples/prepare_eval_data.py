@@ -197,7 +197,7 @@ def _build(args: argparse.Namespace) -> None:
     if any(n <= 0 for n in args.build):
         raise sets.EvalDataError("--build lengths must be positive")
     indices_from = args.indices_from or sets.eval_file(args.data_root, 200)
-    if not Path(indices_from).is_file():
+    if not Path(indices_from).exists():
         raise sets.EvalDataError(
             f"{indices_from}: not found; --build takes its questions from an official "
             "file's 'index' fields: download one (--download --lengths 200) or pass "

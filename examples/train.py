@@ -26,6 +26,7 @@ from memagent_workflow.config import (
     warmup_proportion,
     workflow_kwargs,
 )
+from memagent_workflow.infra.config_loader import ConfigError, exits_on_config_error
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
 from memagent_workflow.infra.ray_cluster import ray_for
 from memagent_workflow.infra.terminal import quiet_terminal
@@ -98,16 +99,20 @@ def checked_workflow_kwargs(
     config: MemAgentGRPOConfig,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Training and validation workflow kwargs, each workflow built once here: a
-    bad prompts file, reward name or token budget fails now, with its message,
-    before any server or worker starts."""
-    train_kwargs = workflow_kwargs(config)
-    eval_kwargs = workflow_kwargs(
-        config,
-        gconfig=config.eval_gconfig,
-        group_size=config.valid_group_size,
-    )
-    MemAgentWorkflow(**train_kwargs)
-    MemAgentWorkflow(**eval_kwargs)
+    bad prompts file, reward name or token budget fails now as a ``ConfigError``
+    with its message (``main`` prints it, exit 2), before any server or worker
+    starts."""
+    try:
+        train_kwargs = workflow_kwargs(config)
+        eval_kwargs = workflow_kwargs(
+            config,
+            gconfig=config.eval_gconfig,
+            group_size=config.valid_group_size,
+        )
+        MemAgentWorkflow(**train_kwargs)
+        MemAgentWorkflow(**eval_kwargs)
+    except ValueError as exc:  # PromptFileError, TurnTooLong, a reward's name
+        raise ConfigError(str(exc)) from None
     return train_kwargs, eval_kwargs
 
 
@@ -161,6 +166,7 @@ def qualname(obj: Any) -> str:
     return f"{obj.__module__}.{obj.__qualname__}"
 
 
+@exits_on_config_error
 def main(
     argv: list[str],
     workflow: str = WORKFLOW,

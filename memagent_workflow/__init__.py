@@ -21,6 +21,8 @@ Around it, each a folder:
     data/           the row schema and data preparation
     eval/           RULER-HQA and RULER evaluation: benchmarks, scoring, reports
     preflight/      checks of a GPU launch before it starts
+    serve/          MemAgent behind OpenAI's chat API (examples/serve.py)
+    smoke/          the launch itself, small, timed: phases, rates, teardown
     areal_internals/    the AReaL internals relied on, pinned: an upgrade's cost
                     (pinned.py; revised.py, their code at later AReaL commits)
 """

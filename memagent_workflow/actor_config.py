@@ -30,7 +30,7 @@ class MemAgentActorConfig(PPOActorConfig):
     )
     kl_loss_clamp: float = field(
         default=10.0,
-        metadata={"help": "Bound of the per-token low_var_kl (original: 10)."},
+        metadata={"help": "Bound of the per-token low_var_kl, > 0 (original: 10)."},
     )
 
     def __post_init__(self):
@@ -39,7 +39,9 @@ class MemAgentActorConfig(PPOActorConfig):
             raise ValueError(
                 f"actor.kl_loss_coef must be >= 0, got {self.kl_loss_coef}"
             )
-        if not self.kl_loss_clamp >= 0:
+        if not self.kl_loss_clamp > 0:  # 0 would zero the term, silently
             raise ValueError(
-                f"actor.kl_loss_clamp must be >= 0, got {self.kl_loss_clamp}"
+                f"actor.kl_loss_clamp must be > 0 (the bound of the per-token KL "
+                f"of the KL loss; actor.kl_loss_coef=0 turns the loss off), got "
+                f"{self.kl_loss_clamp}"
             )

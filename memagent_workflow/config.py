@@ -118,7 +118,7 @@ class MemAgentConfig:
             "checked (training: its training ones; eval: its eval ones for "
             "memagent.answer_protocol); spellings original[-train|-eval-boxed|"
             "-eval-answer_is][@COMMIT][:DIR], DIR holding the source files "
-            "offline. See docs/gpu.md, 'Prompt files'."
+            "offline. See docs/prompts.md."
         },
     )
     engine_retry_s: float = field(
@@ -172,6 +172,10 @@ class MemAgentConfig:
             raise ValueError(
                 f"memagent.prompt_build={self.prompt_build!r}: choose tokens or text"
             )
+
+
+# The keys of ``ref:`` that change its log-probs and must equal the actor's.
+REF_TIED_KEYS = ("temperature", "attn_impl")
 
 
 @dataclass
@@ -232,6 +236,25 @@ class MemAgentGRPOConfig(GRPOConfig):
                 "workflow already computes the GRPO advantage per episode (see "
                 "memagent.adv_std_norm)"
             )
+        self._check_reference()
+
+    def _check_reference(self) -> None:
+        """With a KL term on, the reference's log-probs are compared with the
+        actor's: ``ref:`` must compute them alike (temperature, attention)."""
+        kl_on = self.actor.kl_loss_coef > 0 or self.actor.kl_ctl > 0
+        if self.ref is None or not kl_on:
+            return
+        for key in REF_TIED_KEYS:
+            ref, actor = getattr(self.ref, key), getattr(self.actor, key)
+            if ref != actor:
+                raise ValueError(
+                    f"ref.{key}={ref!r} differs from actor.{key}={actor!r}: with a "
+                    f"KL term on (actor.kl_loss_coef={self.actor.kl_loss_coef}, "
+                    f"actor.kl_ctl={self.actor.kl_ctl}) the reference's log-probs "
+                    "must be computed as the actor's, or the KL is biased from the "
+                    f"first step; set ref.{key}: ${{actor.{key}}} (as config.yaml "
+                    "does)"
+                )
 
 
 def workflow_kwargs(

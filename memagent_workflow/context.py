@@ -29,6 +29,8 @@ PIECE_CHARS = 64 * 1024
 BATCH_PIECES = 16
 _WINDOW = 256  # characters of context either side of a candidate cut
 _SEARCH = 4096  # how far past the target a cut is searched for
+_CHAR_TRIES = 64  # characters tried by find_char_cut
+_SHIFTS = (0, 1, 2, 3)  # find_char_cut's left windows start this far apart
 
 
 def encode_batch(tokenizer, texts: list[str]) -> list[list[int]]:
@@ -61,6 +63,27 @@ def _find_cut(tokenizer, text: str, target: int) -> int | None:
             if cut < len(text) and _cut_is_safe(tokenizer, text, cut):
                 return cut
             pos = text.find(sep, pos + 1, end)
+    return None
+
+
+def find_char_cut(tokenizer, text: str, target: int) -> int | None:
+    """First cut at any character in ``_CHAR_TRIES`` from ``target`` that is
+    safe with left windows starting ``_SHIFTS`` characters apart: for text with
+    no whitespace to cut at. A long run of one pattern ("aaaa", "====") gets
+    none: there, where BPE splits depends on where the run began, which a
+    window from one start alone does not show."""
+    right_ends = min(len(text), target + _CHAR_TRIES)
+    for cut in range(max(target, _WINDOW), right_ends):
+        right = text[cut : cut + _WINDOW]
+        if len(right) < _WINDOW:
+            return None
+        texts = []
+        for shift in _SHIFTS:
+            left = text[cut - _WINDOW + shift : cut]
+            texts += [left + right, left, right]
+        ids = encode_batch(tokenizer, texts)
+        if all(ids[i] == ids[i + 1] + ids[i + 2] for i in range(0, len(ids), 3)):
+            return cut
     return None
 
 

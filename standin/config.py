@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from memagent_workflow.config import MemAgentGRPOConfig
 from memagent_workflow.data.synthetic import NEEDLE_ANSWERS
 from memagent_workflow.eval.config import MemAgentEvalConfig
+from memagent_workflow.serve.config import MemAgentServeConfig
 
 
 @dataclass
@@ -182,3 +183,11 @@ class StandinEvalConfig(MemAgentEvalConfig):
     """Eval config of a CPU run against the stand-in server."""
 
     standin: StandinConfig = field(default_factory=StandinConfig)
+
+
+@dataclass
+class StandinServeConfig(StandinEvalConfig, MemAgentServeConfig):
+    """Serve config of a CPU run against the stand-in server (``python -m
+    standin.serve``): the stand-in's eval config (the model at ``actor.path``
+    served as it is) with ``serve:``. Defined here, in a module a launched
+    worker imports, not in the entry (``__main__``)."""

@@ -4,11 +4,14 @@ AReaL 1.0.4 hard-codes its engine classes inside two private methods of
 `PPOTrainer`: ``_create_train_engine`` (``FSDPPPOActor``) and
 ``_init_rollout`` (``RemoteSGLangEngine``, after ``SGLangConfig.build_args``,
 which requires the sglang package; `MemAgentPPOTrainer` runs it as
-``_rollout_engine_of``). `StandinPPOTrainer` overrides both for the
-sglang + fsdp and vllm + fsdp cases (``rollout.backend``: `StandinSGLangEngine`
-or `StandinvLLMEngine`, each launching the stand-in in its protocol with the
-server arguments AReaL builds from ``sglang:`` or ``vllm:``), and
-``_init_scheduler`` for a longer worker start-up timeout. Nothing else differs: the scheduler, the controllers, the workers,
+``_rollout_engine_of``). The product's ``_create_train_engine`` builds the actor
+and its reference model in ``actor_cls``: `StandinPPOTrainer` gives its own
+(`StandinPPOActor`) and refuses backends other than fsdp. It overrides
+``_rollout_engine_of`` for the sglang + fsdp and vllm + fsdp cases
+(``rollout.backend``: `StandinSGLangEngine` or `StandinvLLMEngine`, each
+launching the stand-in in its protocol with the server arguments AReaL builds
+from ``sglang:`` or ``vllm:``), and ``_init_scheduler`` for a longer worker
+start-up timeout. Nothing else differs: the scheduler, the controllers, the workers,
 the staleness control and the weight updates are AReaL's. Without a
 validation set it starts no eval-rollout worker (AReaL would start one and
 never use it). With ``actor.use_lora`` the servers start with the initial
@@ -93,9 +96,9 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
             raise ValueError(
                 f"the CPU stand-in trains with fsdp only, got backend {alloc.backend}"
             )
-        # The actor (and a reference model, if any) in the stand-in's actor
-        # class: the pack-aware SDPA must be installed in its process.
-        return self._fsdp_engine_of(actor_config, alloc)
+        # The product builds the actor and its reference model in ``actor_cls``
+        # (here StandinPPOActor: the pack-aware SDPA installed in its process).
+        return super()._create_train_engine(actor_config, alloc)
 
     def _rollout_engine_of(
         self,

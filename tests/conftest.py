@@ -33,6 +33,7 @@ LONGEST_FIRST = (
     "test_gpu_docs_vllm.py",
     "test_preflight_cli.py",
     "test_train_launch.py",  # the needle model's, once it is built
+    "test_smoke.py",
     "test_recover.py",
     "test_train_lora.py",
 )

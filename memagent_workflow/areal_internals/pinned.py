@@ -38,8 +38,9 @@ PRIVATE = (
             "standin.trainer:StandinPPOTrainer",
         ),
         "AReaL names FSDPPPOActor here; the actor must be MemAgentPPOActor (its LR "
-        "schedule in recover checkpoints, its batches marked in the ledger), on CPU "
-        "StandinPPOActor",
+        "schedule in recover checkpoints, its batches marked in the ledger), and the "
+        "reference model the same class (log-probs computed as the actor's), on CPU "
+        "StandinPPOActor (the stand-in only refuses other backends)",
         "0866b13d5da89e32be696a8e5ed529d3992e4a601855a6b2e8767ea487a4517b",
     ),
     Private(

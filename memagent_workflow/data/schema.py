@@ -16,11 +16,14 @@ answers     ``answers``, ``reward_model.ground_truth``; a string or a non-empty
 ==========  ===============================================================
 
 File readers report every bad row (capped at :data:`MAX_LISTED`, with the total)
-after reading the whole file, so one run shows all problems.
+after reading the whole file, so one run shows all problems; a file of no rows
+is refused too. Strings must be Unicode: a lone surrogate (JSON's ``"\\ud800"``)
+is refused by field.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -31,6 +34,9 @@ QUESTION_FIELDS = ("question", "input", "prompt[0].content")
 ANSWER_FIELDS = ("answers", "reward_model.ground_truth")
 #: Bad rows listed in one error; the total is always given.
 MAX_LISTED = 20
+# A lone UTF-16 surrogate (a JSON "\ud800" escape) is no character: no UTF-8
+# writer or tokenizer takes it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class BadField(Exception):
@@ -65,6 +71,17 @@ def _first(row: dict, fields: tuple[str, ...]) -> tuple[str | None, Any]:
     return None, None
 
 
+def check_unicode(name: str, text: str) -> str:
+    """``text``, or :class:`BadField` where it holds a lone surrogate."""
+    if (bad := _SURROGATE.search(text)) is not None:
+        raise BadField(
+            name,
+            f"not valid Unicode: a lone surrogate {bad.group()!r} at character "
+            f"{bad.start()}",
+        )
+    return text
+
+
 def show(value: Any, limit: int = 80) -> str:
     """A short repr for error messages."""
     text = repr(value)
@@ -82,7 +99,7 @@ def parse_id(row: dict, fallback: str | None = None) -> str:
         raise BadField(
             name, f"expected a non-empty string or an int, got {show(value)}"
         )
-    return str(value)
+    return check_unicode(name, value) if isinstance(value, str) else str(value)
 
 
 def parse_row(
@@ -100,6 +117,7 @@ def parse_row(
         raise BadField(QUESTION_FIELDS, "missing")
     if not isinstance(question, str) or not question.strip():
         raise BadField(name, f"expected a non-empty string, got {show(question)}")
+    check_unicode(name, question)
 
     context = row.get("context")
     if context is None:
@@ -114,6 +132,7 @@ def parse_row(
         raise BadField("context", f"expected a string, got {show(context)}")
     if not context.strip() and not allow_empty_context:
         raise BadField("context", f"expected a non-empty string, got {show(context)}")
+    check_unicode("context", context)
 
     name, answers = _first(row, ANSWER_FIELDS)
     if name is None:
@@ -128,6 +147,8 @@ def parse_row(
         raise BadField(
             name, f"expected a non-empty list of non-empty strings, got {show(answers)}"
         )
+    for answer in answers:
+        check_unicode(name, answer)
     return {
         "id": row_id,
         "question": question,
@@ -147,13 +168,15 @@ def check_rows(
     """Validate labelled records lazily; yield the good rows.
 
     After the last record, raises one :class:`DataError` listing every bad row
-    (``source: label: field ...: why``), so a writer fed by this generator
-    writes nothing. Ids must be unique (within ``seen``, which several calls
-    may share); a row without an id takes its position. ``extra(raw, row)``
-    may check or add caller-specific fields, raising :class:`BadField`.
+    (``source: label: field ...: why``), or saying there was none, so a writer
+    fed by this generator writes nothing. Ids must be unique (within ``seen``,
+    which several calls may share); a row without an id takes its position.
+    ``extra(raw, row)`` may check or add caller-specific fields, raising
+    :class:`BadField`.
     """
     seen = {} if seen is None else seen
     problems: list[str] = []
+    position = -1
     for position, (label, raw) in enumerate(records):
         where = f"{source}: {label}"
         try:
@@ -180,6 +203,8 @@ def check_rows(
             yield row
     if problems:
         raise DataError(bad_rows_message(source, problems))
+    if position < 0:
+        raise DataError(f"{source}: no rows (an empty file); nothing was written")
 
 
 def bad_rows_message(source: str, problems: list[str], noun: str = "row") -> str:

@@ -7,8 +7,9 @@ keeps its own paragraphs (gold included) and gains distinct random paragraphs
 from the pool up to N documents, shuffled with a seed derived from (seed,
 question index, N). The official sets' own random draws are not reproducible,
 so a built set is "RULER-HQA-style", not official: every sample says so in its
-``set`` field, and eval summaries repeat it. Same seed and source give
-byte-identical files.
+``set`` field, and eval summaries repeat it. Where the source names its
+supporting facts, a sample carries their sentences as ``evidence`` (what eval
+traces locate). Same seed and source give byte-identical files.
 """
 
 from __future__ import annotations
@@ -19,7 +20,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from memagent_workflow.data.files import DataError, read_records, write_json_list
+from memagent_workflow.data.files import (
+    DataError,
+    Unreadable,
+    read_records,
+    write_json_list,
+)
 from memagent_workflow.data.schema import show
 from memagent_workflow.eval.expand import (
     expand_context,
@@ -31,9 +37,11 @@ from memagent_workflow.eval.sets import BUILT_SET, EvalDataError, eval_file
 
 def official_indices(path: str | os.PathLike) -> list[int]:
     """The question indices (dev-file positions) of an official eval file, in order."""
-    out = []
+    out: dict[int, str] = {}  # index -> where
     try:
         for label, raw in read_records(path):
+            if isinstance(raw, Unreadable):
+                raise EvalDataError(f"{path}: {label}: field '(row)': {raw.problem}")
             index = raw.get("index") if isinstance(raw, dict) else None
             if isinstance(index, bool) or not isinstance(index, int) or index < 0:
                 raise EvalDataError(
@@ -41,14 +49,17 @@ def official_indices(path: str | os.PathLike) -> list[int]:
                     f"in the HotpotQA dev file (an int >= 0), got {show(index)}; "
                     "--indices-from must name an official eval_N.json"
                 )
-            out.append(index)
+            if index in out:
+                raise EvalDataError(
+                    f"{path}: {label}: field 'index': duplicate {index} (first at "
+                    f"{out[index]}); the questions of an official file are distinct"
+                )
+            out[index] = label
     except DataError as exc:
         raise EvalDataError(str(exc)) from None
-    if not out or len(set(out)) != len(out):
-        raise EvalDataError(
-            f"{path}: expected distinct question indices, got {out[:8]}"
-        )
-    return out
+    if not out:
+        raise EvalDataError(f"{path}: no question indices (an empty file)")
+    return list(out)
 
 
 def _sample(
@@ -60,7 +71,7 @@ def _sample(
     others = [j for j in range(len(pool)) if j not in own_set]
     docs = own + rng.sample(others, n - len(own))
     rng.shuffle(docs)
-    return {
+    sample = {
         "input": rec["question"],
         "context": expand_context(docs, pool),
         "answers": [rec["answer"]],
@@ -68,6 +79,9 @@ def _sample(
         "index": index,
         "set": BUILT_SET,
     }
+    if rec["supporting"]:  # HotpotQA's supporting sentences: traces locate them
+        sample["evidence"] = rec["supporting"]
+    return sample
 
 
 def build(

@@ -25,6 +25,8 @@ from memagent_workflow.infra import engines
 from memagent_workflow.infra.ray_cluster import ray_for
 
 logger = logging.getLogger("MemAgentEval")
+#: The role of the rollout workers AReaL's scheduler launches for an eval.
+ROLLOUT_ROLE = "eval-rollout"
 
 
 class ClusterInference:
@@ -94,8 +96,32 @@ def open_engine(
                     "AREAL_LLM_SERVER_ADDRS=host:port[,...] for running servers "
                     "(without a GPU: docs/eval.md)."
                 ) from exc
-        stack.callback(engine.destroy)
+        yield stack.enter_context(destroyed(engine))
+
+
+@contextlib.contextmanager
+def destroyed(engine: Any) -> Iterator[Any]:
+    """``engine``, destroyed on exit. Where ``destroy`` fails (a launched worker
+    already dead fails its ``destroy`` call, and AReaL's controller then skips
+    deleting the workers), the scheduler's workers are deleted anyway, and the
+    failure is raised only if the run itself raised nothing (else logged, so
+    that the run's own error is the one that shows)."""
+    failed = False
+    try:
         yield engine
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        try:
+            engine.destroy()
+        except Exception as exc:
+            scheduler = getattr(engine, "scheduler", None)
+            if scheduler is not None:
+                scheduler.delete_workers(None)
+            if not failed:
+                raise
+            logger.warning(f"the engine's teardown failed ({type(exc).__name__})")
 
 
 def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> Any:
@@ -117,6 +143,6 @@ def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> A
     )
     engine = inference.engine_class().as_controller(config.rollout, scheduler)
     engine.initialize(
-        role="eval-rollout", server_args=inference.server_args(alloc.parallel.tp_size)
+        role=ROLLOUT_ROLE, server_args=inference.server_args(alloc.parallel.tp_size)
     )
     return engine

@@ -20,45 +20,67 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from memagent_workflow.data.files import DataError, read_records, write_json_list
+from memagent_workflow.data.files import (
+    DataError,
+    Unreadable,
+    read_records,
+    write_json_list,
+)
 from memagent_workflow.data.schema import (
     BadField,
     bad_rows_message,
+    check_unicode,
     parse_id,
     parse_row,
     show,
 )
+from memagent_workflow.eval.ruler.haystack import supporting_sentences
 from memagent_workflow.eval.sets import EvalDataError
 
 _PROBE_BYTES = 1 << 20
 
 
 def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
-    """Validated HotpotQA distractor records: ``{_id, question, answer, paragraphs}``.
+    """Validated HotpotQA distractor records: ``{_id, question, answer,
+    paragraphs, supporting}``.
 
     ``paragraphs`` is a list of ``(title, text)``; text joins the sentences with ""
-    (HotpotQA sentences carry their own leading spaces).
+    (HotpotQA sentences carry their own leading spaces). ``supporting``: the
+    sentences the record's ``supporting_facts`` name ([] if none). The first bad
+    record (its item, ``_id`` and field), a duplicate ``_id`` or an empty file is
+    an ``EvalDataError``.
     """
     path = Path(path)
     out = []
+    seen: dict[str, str] = {}
     try:
         records = list(read_records(path))
     except DataError as exc:
         raise EvalDataError(str(exc)) from None
     for label, rec in records:
         where = f"{path}: {label}"
+        if isinstance(rec, Unreadable):
+            raise EvalDataError(f"{where}: field '(row)': {rec.problem}")
         if not isinstance(rec, dict):
-            raise EvalDataError(f"{where}: expected a JSON object, got {show(rec)}")
+            raise EvalDataError(
+                f"{where}: field '(row)': expected a JSON object, got {show(rec)}"
+            )
         try:
             rid = parse_id(rec)
         except BadField as bad:
             raise EvalDataError(f"{where}: {bad}") from None
         where += f" (_id {rid!r})"
+        if rid in seen:
+            raise EvalDataError(
+                f"{where}: field '_id': duplicate {rid!r} (first at {seen[rid]})"
+            )
+        seen[rid] = f"{path}: {label}"
         for field in ("question", "answer"):
             value = rec.get(field)
             if not isinstance(value, str) or not value.strip():
                 raise EvalDataError(
-                    f"{where}: field '{field}' must be a non-empty string"
+                    f"{where}: field '{field}' must be a non-empty string, "
+                    f"got {show(value)}"
                 )
         ctx = rec.get("context")
         if not isinstance(ctx, list) or not ctx:
@@ -77,8 +99,29 @@ def load_hotpotqa_source(path: str | os.PathLike) -> list[dict]:
                     f"{where}: field 'context[{j}]' must be [title, [sentences...]]"
                 )
             paragraphs.append((para[0], "".join(para[1])))
+        try:  # a lone surrogate cannot be written out
+            for name, text in [
+                ("question", rec["question"]),
+                ("answer", rec["answer"]),
+            ]:
+                check_unicode(name, text)
+            for j, (title, text) in enumerate(paragraphs):
+                check_unicode(f"context[{j}]", title + text)
+        except BadField as bad:
+            raise EvalDataError(f"{where}: {bad}") from None
         q, a = rec["question"], rec["answer"]
-        out.append({"_id": rid, "question": q, "answer": a, "paragraphs": paragraphs})
+        support = supporting_sentences(rec)
+        out.append(
+            {
+                "_id": rid,
+                "question": q,
+                "answer": a,
+                "paragraphs": paragraphs,
+                "supporting": support,
+            }
+        )
+    if not out:
+        raise EvalDataError(f"{path}: no records (an empty file)")
     return out
 
 
@@ -146,9 +189,12 @@ def _expanded(path: Path, pool: Sequence[str] | None) -> Iterator[dict]:
     last (one ``EvalDataError``), so a writer fed by this writes nothing.
     ``pool=None`` checks the indices' form only and yields nothing useful."""
     problems: list[str] = []
+    seen: dict[str, str] = {}
     try:
         for position, (label, raw) in enumerate(read_records(path)):
             try:
+                if isinstance(raw, Unreadable):
+                    raise BadField("(row)", raw.problem)
                 if not isinstance(raw, dict):
                     raise BadField("(row)", f"expected an object, got {show(raw)}")
                 sample = dict(raw)
@@ -157,7 +203,12 @@ def _expanded(path: Path, pool: Sequence[str] | None) -> Iterator[dict]:
                     sample["context"] = "(index-only)"
                 elif not isinstance(raw.get("context"), str):
                     sample["context"] = expand_context(raw.get("context"), pool)
-                parse_row(sample, fallback_id=str(position))  # question, answers, id
+                row = parse_row(sample, fallback_id=str(position))  # question, answers
+                if row["id"] in seen:
+                    raise BadField(
+                        "id", f"duplicate {row['id']!r} (first at {seen[row['id']]})"
+                    )
+                seen[row["id"]] = f"{path}: {label}"
             except BadField as bad:
                 problems.append(f"{path}: {label}: {bad}")
                 continue
@@ -167,6 +218,8 @@ def _expanded(path: Path, pool: Sequence[str] | None) -> Iterator[dict]:
         raise EvalDataError(str(exc)) from None
     if problems:
         raise EvalDataError(bad_rows_message(str(path), problems, "sample"))
+    if not seen:
+        raise EvalDataError(f"{path}: no samples (an empty file)")
 
 
 def expand_file(

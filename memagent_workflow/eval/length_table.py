@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.data.files import atomic_write, write_json
-from memagent_workflow.eval.diagnostics import COLUMNS
+from memagent_workflow.eval.diagnostics import COLUMNS, located_by
 from memagent_workflow.eval.results import SUMMARY_FILE
 
 TABLE_FILE = "length_table.json"
@@ -103,17 +103,18 @@ def memory_markdown(table: dict[str, Any]) -> list[str]:
     num = lambda v: "-" if v is None else f"{v:.0f}"  # noqa: E731
     return [
         "",
-        "Memory, % of the traced samples: the evidence was **read**, "
-        "**caught** by a memory turn, **kept** to the final turn, **answered** "
-        "right; each wrong answer is one of the three failure kinds "
+        "Memory, % of the traced samples the accuracy counts: the evidence was "
+        "**read**, **caught** by a memory turn, **kept** to the final turn, "
+        "**answered** right; each wrong answer is one of the three failure kinds; "
+        "*evidence*: located by the set's evidence or by the answer's words only "
         "(docs/trace.md).",
         "",
-        "| row | chunks | traced | " + " | ".join(COLUMNS.values()) + " |",
-        "|---|---:|---:|" + "---:|" * len(COLUMNS),
+        "| row | chunks | traced | " + " | ".join(COLUMNS.values()) + " | evidence |",
+        "|---|---:|---:|" + "---:|" * len(COLUMNS) + "---|",
         *(
             f"| {label} | {n} | {m['traced']} | "
             + " | ".join(num(m.get(k)) for k in COLUMNS)
-            + " |"
+            + f" | {located_by(m)} |"
             for label, n, m in cells
         ),
     ]

@@ -19,7 +19,8 @@ average); ``sub_em``, ``em``, ``f1`` (the original's per-sample scores, see
 ``context_tokens`` (the document as read);
 ``output_tokens`` (all turns); ``latency_s`` (the sample's wall time, turns
 run one after another); ``error`` (null, or why the sample failed after its
-retries).
+retries); ``attempt`` (a random id of this attempt at the sample: its trace
+line carries the same, ``trace.join``; absent from lines written before it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import statistics
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ RECORD_KEYS = (
     "output_tokens",
     "latency_s",
     "error",
+    "attempt",
 )
 SUMMARY_FILE = "summary.json"
 TIMING_FILE = "timing.jsonl"
@@ -68,11 +71,13 @@ def make_record(
     output_tokens: int = 0,
     latency_s: float = 0.0,
     error: str | None = None,
+    attempt: str | None = None,
 ) -> dict[str, Any]:
     """One result line, scored as the original evaluation scores ``protocol``.
 
     An error scores 0 and is counted (the "all" denominator counts it as
     wrong); an empty prediction is not counted (the original skips it).
+    ``attempt``: this attempt's id (a new random one by default).
     """
     metrics = None
     if error is None and prediction is not None:
@@ -94,6 +99,7 @@ def make_record(
         "output_tokens": int(output_tokens),
         "latency_s": round(float(latency_s), 3),
         "error": error,
+        "attempt": attempt or uuid.uuid4().hex[:16],
     }
 
 

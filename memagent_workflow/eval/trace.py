@@ -3,16 +3,19 @@
 With ``eval.trace`` on, the eval workflow records every memory turn of a
 MemAgent-mode sample: the chunk it read (index and token span), the memory it
 wrote (text, only where it changed, and its token count), whether that memory
-holds the gold answer, and whether the chunk holds the evidence. Evidence is the
-sample's ``evidence`` texts where the eval file gives them (the needle task's
-needle sentence), else the gold answer itself (RULER-HQA, RULER). Matching is on
-SQuAD-normalised words, the normalisation the scores use.
+holds the gold answer, and whether the chunk holds the evidence. Where the
+evidence sits, and how it was found (the set's evidence texts, or the answer's
+words only): ``evidence.py``. Matching is on SQuAD-normalised words, the
+normalisation the scores use.
 
 ``examples/eval.py`` writes one trace line per finished sample to
 ``{results name}.trace.jsonl`` beside the results file, before the sample's
 result line, with the same append + fsync as results (``ResultWriter``), so a
-scored sample always has its trace and a resumed run skips both. No AReaL
-import here.
+scored sample always has its trace and a resumed run skips both. A trace line
+carries its result line's ``attempt`` id; ``join`` pairs a result only with
+the trace of the same attempt, so a trace left by a run killed before its
+result line is never shown beside a later attempt's result. No AReaL import
+here.
 """
 
 from __future__ import annotations
@@ -24,12 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from memagent_workflow.eval.evidence import words
 from memagent_workflow.eval.results import ResultWriter, SampleKey, read_records
-from memagent_workflow.reward.squad import normalize_answer
 
 TRACE_SUFFIX = ".trace.jsonl"
 RULER_SET = "RULER"  # RULER task files mark their samples so (ruler/generate.py)
-_OVERLAP = 16  # tokens of the previous chunk searched with a chunk (a cut term)
 
 
 def trace_file(results_file: str | Path) -> Path:
@@ -49,10 +51,6 @@ def gold_terms(answers: list[str], set_marker: str | None) -> list[str]:
     return list(answers) if set_marker == RULER_SET else list(answers[:1])
 
 
-def words(text: str) -> list[str]:
-    return normalize_answer(text).split()
-
-
 def holds(text: str, terms: list[list[str]]) -> bool:
     """Whether ``text`` holds every term (normalised words, contiguous)."""
     if not terms:
@@ -66,27 +64,6 @@ def _contains(have: list[str], term: list[str]) -> bool:
     return n > 0 and any(have[i : i + n] == term for i in range(len(have) - n + 1))
 
 
-def locate(
-    decode: Callable[[np.ndarray], str], chunks: list[np.ndarray], terms: list[str]
-) -> list[int]:
-    """Chunks holding any of ``terms`` (one cut at a chunk boundary counts for
-    the chunk it ends in)."""
-    wanted = [w for w in (words(t) for t in terms) if w]
-    found = []
-    prev: np.ndarray | None = None
-    prev_alone = False  # whether the previous chunk held a term by itself
-    for k, chunk in enumerate(chunks):
-        have = words(decode(chunk))
-        hit = alone = any(_contains(have, w) for w in wanted)
-        if not hit and not prev_alone and prev is not None and len(prev):
-            have = words(decode(np.concatenate([prev[-_OVERLAP:], chunk])))
-            hit = any(_contains(have, w) for w in wanted)
-        if hit:
-            found.append(k)
-        prev, prev_alone = chunk, alone
-    return found
-
-
 @dataclass
 class TraceRecorder:
     """One sample's trace, filled turn by turn by the eval workflow."""
@@ -98,8 +75,9 @@ class TraceRecorder:
     context_tokens: int
     n_chunks: int
     evidence_chunks: list[int]
-    evidence_source: str  # "evidence" (the sample's) or "answer" (located by it)
+    evidence_source: str  # evidence.SET (the set's texts) or evidence.ANSWER
     initial_memory: str
+    evidence_excerpts: list[dict[str, Any]] = field(default_factory=list)
     on_turn: Callable[[int, int], None] | None = None  # (turn, memory tokens)
     turns: list[dict[str, Any]] = field(default_factory=list)
     final_memory: str = ""
@@ -157,6 +135,7 @@ class TraceRecorder:
             "n_chunks": self.n_chunks,
             "evidence_chunks": self.evidence_chunks,
             "evidence_source": self.evidence_source,
+            "evidence_excerpts": self.evidence_excerpts,
             "initial_memory": self.initial_memory,
             "turns": turns,
             "final_memory": self.final_memory,
@@ -175,6 +154,20 @@ def answered(record: dict[str, Any]) -> bool:
     return record.get("error") is None and float(score or 0.0) >= 1.0
 
 
+def joined(record: dict[str, Any], trace: dict[str, Any]) -> bool:
+    """Whether ``trace`` is the trace of ``record``: a scored record and the
+    same attempt (a failed sample has no trace; traces and results written
+    before attempts were recorded carry none and pair as before)."""
+    return record.get("error") is None and trace.get("attempt") == record.get("attempt")
+
+
+def join(
+    records: dict[SampleKey, dict[str, Any]], traces: dict[SampleKey, dict[str, Any]]
+) -> dict[SampleKey, dict[str, Any]]:
+    """The traces of ``records`` (per sample, the trace of its last record)."""
+    return {k: t for k, t in traces.items() if k in records and joined(records[k], t)}
+
+
 class TraceWriter:
     """Appends trace lines (``ResultWriter``'s crash safety); ``path`` None: off."""
 
@@ -185,7 +178,15 @@ class TraceWriter:
         """The trace of a scored ``record``, with its id, answer and score."""
         if self._writer is None or trace is None:
             return
-        keys = ("id", "repeat", "prediction", "extracted", "answers", "error")
+        keys = (
+            "id",
+            "repeat",
+            "attempt",
+            "prediction",
+            "extracted",
+            "answers",
+            "error",
+        )
         line = {k: record.get(k) for k in keys}
         self._writer.write({**line, **trace, "answered": answered(record)})
 

@@ -26,6 +26,10 @@ ins{background:#c8f7c5;text-decoration:none}
 del{background:#f7c5c5}
 .right{color:#070}.wrong{color:#b00}
 .note{color:#a60}
+.unscored{color:#666}
+.excerpt{font-family:monospace;white-space:pre-wrap;font-size:12px;color:#555;
+  background:#fffdf4;border:1px dashed #e0c060;margin:2px 0;padding:2px 4px}
+.excerpt mark{background:#ffd27a}
 """
 
 JS = r"""
@@ -69,18 +73,36 @@ function render(text, prev, terms){
     out += " <del>" + esc(gone.slice(0, 30).join(" ")) + "</del>";
   return out;
 }
+const LOCATED = {evidence: "the set's evidence",
+  answer: "located by answer words: every chunk holding the gold answer's " +
+    "words, which other sentences may share; judge from the excerpts"};
+function excerpt(e){
+  return "<div class='excerpt'>" + esc(e.before) + "<mark>" + esc(e.match) +
+    "</mark>" + esc(e.after) + "</div>";
+}
 function show(i){
   const s = DATA.samples[i];
+  const scored = s.answered !== null && s.answered !== undefined;
+  const excerpts = {};
+  (s.evidence_excerpts || []).forEach(e => { excerpts[e.chunk] = e; });
   side.querySelectorAll("button").forEach(b =>
     b.classList.toggle("sel", Number(b.dataset.i) === i));
   let html = "<h2>" + esc(s.id) + " (" + esc(s.target) + ")</h2>";
-  html += "<p><b>question:</b> " + esc(s.question) + "<br><b>gold:</b> <mark>" +
-    esc(s.terms.join(" | ")) + "</mark><br><b>evidence in chunks:</b> " +
-    esc(s.evidence_chunks.join(", ") || "not found") + " (by " +
-    esc(s.evidence_source) + ")<br><b>caught:</b> " +
-    (s.caught ? "turn " + s.caught_turn : "never") + ", <b>kept:</b> " + s.kept +
-    (s.lost_turn !== null && s.lost_turn !== undefined ? ", lost at turn " + s.lost_turn : "") +
-    ", <b>kind:</b> " + esc(s.kind || "answered right") + "</p>";
+  html += "<p><b>question:</b> " + esc(s.question) + "<br><b>gold:</b> " +
+    (s.terms.length ? "<mark>" + esc(s.terms.join(" | ")) + "</mark>" :
+      "<span class='unscored'>none given (unscored)</span>") +
+    "<br><b>evidence in chunks:</b> " +
+    esc(s.evidence_chunks.join(", ") || "not found") + " (<span id='located'>" +
+    esc(LOCATED[s.evidence_source] || s.evidence_source) + "</span>)<br>" +
+    (scored ? "<b>caught:</b> " + (s.caught ? "turn " + s.caught_turn : "never") +
+      ", <b>kept:</b> " + s.kept +
+      (s.lost_turn !== null && s.lost_turn !== undefined ?
+        ", lost at turn " + s.lost_turn : "") +
+      ", <b>kind:</b> " + esc(s.kind || "answered right") +
+      (s.counted === false ? " (empty output: left out of the split, as " +
+        "sub-EM leaves it out)" : "") :
+      "<span class='unscored'>unscored: no gold answer to look for</span>") +
+    "</p>";
   html += "<div class='turn'><div class='meta'>initial memory</div><div class='mem'>" +
     render(s.initial_memory, null, s.terms) + "</div></div>";
   let prev = s.initial_memory;
@@ -89,9 +111,12 @@ function show(i){
     const cls = "turn" + (t.evidence ? " ev" : "") + (t.holds ? " holds" : "");
     html += "<div class='" + cls + "' id='turn-" + t.chunk + "'><div class='meta'>turn " +
       t.chunk + ": chunk " + t.chunk + ", tokens " + t.start + "-" + t.end +
-      (t.evidence ? " <b>evidence here</b>" : "") + "; memory " + t.memory_tokens +
+      (t.evidence ? " <b>evidence here</b>" +
+        (s.evidence_source === "answer" ? " (by answer words)" : "") : "") +
+      "; memory " + t.memory_tokens +
       " tokens" + (t.memory === null ? " (unchanged)" : "") +
       (t.wiped ? " (wiped before the next turn)" : "") + "</div>" +
+      (t.evidence && excerpts[t.chunk] ? excerpt(excerpts[t.chunk]) : "") +
       "<div class='mem'>" + render(text, t.memory === null ? text : prev, s.terms) +
       "</div></div>";
     prev = t.wiped ? s.initial_memory : text;
@@ -100,19 +125,22 @@ function show(i){
     "<div class='mem'>" + render(s.final_memory, null, s.terms) + "</div>" +
     "<p><b>answer:</b> " + esc(s.prediction === null ? "(failed: " + s.error + ")" :
     s.prediction) + " &rarr; <b>" + esc(s.extracted) + "</b> <span class='" +
-    (s.answered ? "right'>right" : "wrong'>wrong") + "</span></p></div>";
+    (!scored ? "unscored'>unscored" : s.answered ? "right'>right" : "wrong'>wrong") +
+    "</span></p></div>";
   view.innerHTML = html;
 }
 function list(){
   const f = filter.value;
   side.innerHTML = "";
   DATA.samples.forEach((s, i) => {
-    if (f === "wrong" && s.answered) return;
+    if (f === "wrong" && s.answered !== false) return;
     if (f !== "all" && f !== "wrong" && s.kind !== f) return;
     const b = document.createElement("button");
     b.dataset.i = i;
-    b.textContent = (s.answered ? "\u2713 " : "\u2717 ") + s.target + " " + s.id +
-      (s.kind ? " [" + s.kind + "]" : "");
+    const mark = s.answered === null || s.answered === undefined ? "\u2013 " :
+      s.answered ? "\u2713 " : "\u2717 ";
+    b.textContent = mark + s.target + " " + s.id +
+      (s.kind ? " [" + s.kind + "]" : mark === "\u2013 " ? " [unscored]" : "");
     b.onclick = () => show(i);
     side.appendChild(b);
   });

@@ -16,7 +16,7 @@ from typing import Any
 
 from memagent_workflow.data.files import atomic_write
 from memagent_workflow.eval import diagnostics, results, targets
-from memagent_workflow.eval.trace import read_traces, trace_file
+from memagent_workflow.eval.trace import join, read_traces, trace_file
 from memagent_workflow.eval.trace_assets import CSS, JS
 
 PAGE_FILE = "trace.html"
@@ -25,9 +25,11 @@ FILTERS = ("all", "wrong", "never_caught", "caught_then_lost", "held_but_wrong")
 
 
 def sample_view(target: str, trace: dict[str, Any]) -> dict[str, Any]:
-    """A trace line as the page's script reads it."""
-    right = bool(trace.get("answered"))
-    return {**trace, "target": target, "kind": diagnostics.kind(trace, right)}
+    """A trace line as the page's script reads it; ``answered`` None: unscored
+    (``ask.py`` without ``--answer``), which has no failure kind."""
+    right = trace.get("answered")
+    kind = None if right is None else diagnostics.kind(trace, bool(right))
+    return {**trace, "target": target, "kind": kind}
 
 
 def collect(
@@ -42,18 +44,19 @@ def collect(
         row["memory"] = diagnostics.target_split(t.results_file(out), records, t.mode)
         rows.append(row)
         traces = read_traces(t.results_file(out)) if t.mode == "memagent" else {}
-        for key, tr in traces.items():
-            if key in records:
-                rec = records[key]
-                tr = {**tr, "answered": diagnostics.answered(rec)}
-                samples.append(sample_view(t.name, tr))
+        for key, tr in join(records, traces).items():
+            rec = records[key]
+            tr = {**tr, "answered": diagnostics.answered(rec)}
+            tr["counted"] = diagnostics.counted(rec)
+            samples.append(sample_view(t.name, tr))
     samples.sort(key=lambda s: bool(s["answered"]))  # wrong answers first
     return rows, samples[:max_samples], max(0, len(samples) - max_samples)
 
 
 def table_html(rows: list[dict[str, Any]]) -> str:
     """The diagnostics table (``id="diagnostics"``), rendered here, not by script."""
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in diagnostics.COLUMNS.values())
+    names = [*diagnostics.COLUMNS.values(), "evidence"]
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in names)
     body = []
     for r in rows:
         m = r["memory"]
@@ -63,12 +66,24 @@ def table_html(rows: list[dict[str, Any]]) -> str:
         )
         body.append(
             f"<tr><td>{html.escape(r['task'])} {r['length']} "
-            f"{html.escape(r['mode'])}</td><td>{m['traced']}</td>{cells}</tr>"
+            f"{html.escape(r['mode'])}</td><td>{m['traced']}</td>{cells}"
+            f"<td>{html.escape(diagnostics.located_by(m))}</td></tr>"
         )
     return (
         '<table id="diagnostics"><tr><th>target</th><th>traced</th>'
         f"{head}</tr>{''.join(body)}</table>"
     )
+
+
+def script_json(value: Any) -> str:
+    """``value`` as JSON safe inside a ``<script>`` element: no ``<`` at all (so
+    neither ``</script>`` nor ``<!--`` with ``<script`` can end or escape the
+    element, HTML's script-data rules), nor ``>`` or ``&``; JSON.parse reads
+    the escapes back as the same text."""
+    text = json.dumps(value, ensure_ascii=False)
+    for ch in "<>&":
+        text = text.replace(ch, f"\\u{ord(ch):04x}")
+    return text
 
 
 def page_html(
@@ -78,8 +93,7 @@ def page_html(
     left_out: int = 0,
 ) -> str:
     """The whole page: table, filters, the samples' data and the script."""
-    data = json.dumps({"samples": samples}, ensure_ascii=False)
-    data = data.replace("</", "<\\/")  # the data cannot close its script tag
+    data = script_json({"samples": samples})
     note = (
         f"<p class='note'>This page holds {len(samples)} samples, wrong answers "
         f"first; {left_out} more are in the *.trace.jsonl files "
@@ -95,8 +109,10 @@ def page_html(
 <p>{html.escape(diagnostics.EXPLAIN.replace("**", "").replace("*", ""))}</p>
 {table_html(rows)}{note}
 <label>show <select id="filter">{options}</select></label>
-<span class="meta">yellow turn: the evidence sits in its chunk; green: new in
-the memory; red: dropped from it; highlighted: the gold answer</span>
+<span class="meta">yellow turn: the evidence sits in its chunk (its text
+around it shown; "located by answer words": any chunk holding the answer's
+words); green: new in the memory; red: dropped from it; highlighted: the gold
+answer</span>
 </header>
 <div id="main"><div id="side"><div id="list"></div></div><div id="view"></div></div>
 <script type="application/json" id="trace-data">{data}</script>

@@ -30,8 +30,9 @@ from areal.utils import logging
 from memagent_workflow.chunking import cut_refusal
 from memagent_workflow.data.schema import BadField, parse_id
 from memagent_workflow.episode import Document, Episode
+from memagent_workflow.eval import evidence
 from memagent_workflow.eval.results import make_record
-from memagent_workflow.eval.trace import TraceRecorder, gold_terms, locate
+from memagent_workflow.eval.trace import TraceRecorder, gold_terms
 from memagent_workflow.rows import Turn
 from memagent_workflow.workflow import MemAgentWorkflow
 
@@ -137,9 +138,11 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
         return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def recorder(self, doc: Document, data: dict[str, Any]) -> TraceRecorder:
-        """A sample's empty trace, its evidence located in the chunks."""
+        """A sample's empty trace, its evidence located in the chunks (the
+        set's evidence texts, else the answer's words: ``evidence.py``)."""
         terms = gold_terms(doc.answers, data.get("set"))
-        evidence = data.get("evidence") or []
+        texts, source = evidence.sample_evidence(data, terms)
+        chunks, excerpts = evidence.locate(self.decode, doc.chunks, texts)
         return TraceRecorder(
             decode=self.decode,
             question=doc.question,
@@ -147,8 +150,9 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
             chunk_tokens=self.chunk_tokens,
             context_tokens=doc.context_tokens,
             n_chunks=len(doc.chunks),
-            evidence_chunks=locate(self.decode, doc.chunks, evidence or terms),
-            evidence_source="evidence" if evidence else "answer",
+            evidence_chunks=chunks,
+            evidence_source=source,
+            evidence_excerpts=excerpts,
             initial_memory=self.decode(self.initial_memory),
             on_turn=self.on_turn,
         )
@@ -174,19 +178,26 @@ class MemAgentEvalWorkflow(MemAgentWorkflow):
     ) -> dict[str, Any]:
         """The record of one ``answer`` attempt, or of its failure (not retried
         here: see the module's docstring)."""
+        # The trace and the scored record are built inside the try too: what
+        # raises there would otherwise reach AReaL's executor, which logs it and
+        # gives None for the sample (examples/ask.py's one episode, lost).
         try:
             prediction, output_tokens = await self.answer(engine, work)
+            if sample.trace is not None:
+                sample.extra["trace"] = sample.trace.as_dict()
+            return self.record(
+                sample,
+                prediction,
+                output_tokens=output_tokens,
+                latency_s=sample.elapsed(),
+            )
         except Exception as exc:
+            sample.extra.pop("trace", None)
             error = describe_error(exc)
             logger.warning(f"sample {sample.id} failed (a rerun retries it): {error}")
             return self.record(
                 sample, None, latency_s=sample.elapsed(), error=f"{FAILED}{error}"
             )
-        if sample.trace is not None:
-            sample.extra["trace"] = sample.trace.as_dict()
-        return self.record(
-            sample, prediction, output_tokens=output_tokens, latency_s=sample.elapsed()
-        )
 
     def record(
         self, sample: EvalSample, prediction: str | None, **kw: Any

@@ -1,6 +1,7 @@
 """The preflight: what a GPU run needs, checked without starting a server or a
 worker, as one table (check, found, needed, verdict). ``examples/preflight.py``
-is its command line; docs/gpu.md, "Before the first GPU hour", its manual.
+is its command line; docs/preflight.md its manual (``step``, ``rates`` and
+``projection``: the step and the run's cost, from measured rates or constants).
 
 One module per family of checks: ``packages``, ``hardware``, ``memory``,
 ``budgets`` (time), ``filesystems``, ``cluster`` (Ray), ``data`` (and prompts);

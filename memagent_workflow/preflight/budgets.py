@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.data import turn_budgets_of
 from memagent_workflow.preflight.engine import engine_of
-from memagent_workflow.preflight.memory_estimate import server_memory
+from memagent_workflow.preflight.memory_estimate import planned_turns, server_memory
 from memagent_workflow.preflight.model import weights_local
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok, warn
 
@@ -42,26 +43,34 @@ def turns_per_episode(run: Run) -> tuple[int | None, str]:
 
 
 def turn_seconds(run: Run) -> tuple[float | None, str]:
-    """One turn's duration under load, and how it was obtained."""
+    """One turn's duration under load, and how it was obtained: its new tokens
+    at the decode rate, plus (measured) the prefill of the turns the server runs
+    at once, times how many turns wait for each one that runs."""
     opts = run.options
     if opts.turn_seconds is not None:
         return opts.turn_seconds, f"{opts.turn_seconds:g} s/turn (--turn-seconds)"
-    if not run.gpu_run:
-        return None, "CPU run: give --turn-seconds to check"
-    m = run.config.memagent
+    if not run.gpu_run and opts.measured is None:
+        return None, "CPU run: give --turn-seconds (or --measured) to check"
+    m, rates = run.config.memagent, run.rates
     new = max(m.max_memory_tokens, m.max_final_tokens)
-    base = new / opts.decode_tokens_per_s
+    decode = rates.decode
+    seconds = new / decode.value
+    how = f"{new} tokens at {decode.value:g}/s" + decode.note
+    queue, running = 1.0, planned_turns(run)
     shape = run.model[0]
-    if shape is None or run.servers_running:
-        return (
-            base,
-            f"{base:.0f} s/turn ({new} tokens at {opts.decode_tokens_per_s:g}/s)",
+    if run.gpu_run and shape is not None and not run.servers_running:
+        est = server_memory(run, shape, run.gpu_memory_bytes[0])
+        queue, running = est.queue_factor, min(est.planned_turns, est.turns_held)
+    if rates.prefill.value is not None:
+        prompt = turn_budgets_of(run)[0][0].prompt
+        seconds += running * prompt / rates.prefill.value
+        how += (
+            f" + {running} turns x {prompt} prompt tokens at "
+            f"{rates.prefill.value:g}/s prefill" + rates.prefill.note
         )
-    est = server_memory(run, shape, run.gpu_memory_bytes[0])
-    return base * est.queue_factor, (
-        f"{base * est.queue_factor:.0f} s/turn ({new} tokens at "
-        f"{opts.decode_tokens_per_s:g}/s x{est.queue_factor:.1f} queued)"
-    )
+    if queue > 1:
+        how += f" x{queue:.1f} queued"
+    return seconds * queue, f"{seconds * queue:.0f} s/turn ({how})"
 
 
 def check_request_timeout(run: Run) -> Check:

@@ -104,7 +104,7 @@ def actor_memory(
     # LoRA: rank 0 keeps the whole model's state_dict to broadcast into the new
     # shards (fsdp_engine.py: `full_state = self.model.state_dict()`), so both sit
     # on the GPU at once. Measured on an H100 (Qwen3-4B, LoRA r32, one GPU, fp32
-    # storage): 30.6 GiB peak against 2 x 15.2 GiB (docs/gpu.md, "Measured").
+    # storage): 30.6 GiB peak against 2 x 15.2 GiB (docs/gpu-measured.md).
     own = whole + whole // dp if actor.use_lora else whole
     peak = 0 if actor.fsdp.memory_efficient_load else max(own, beside + ref_whole)
     return ActorMemory(

@@ -53,7 +53,7 @@ FLASH_WHY = {
     "FlashAttention 2 as docs/gpu.md says.",
     "vllm": "vLLM brings no flash_attn (its own kernels are vllm_flash_attn); "
     "install FlashAttention 2 built for torch 2.10, or set "
-    'actor.attn_impl=kernels-community/flash-attn2 (docs/gpu.md, "vLLM").',
+    "actor.attn_impl=kernels-community/flash-attn2 (docs/gpu-vllm.md).",
 }
 
 

@@ -23,6 +23,7 @@ from memagent_workflow.preflight.probes import (
     RayState,
     TorchHardware,
 )
+from memagent_workflow.preflight.rates import Measured, StepRates, step_rates
 
 
 @dataclass
@@ -30,16 +31,18 @@ class Options:
     """The user's estimates and statements (``examples/preflight.py`` flags)."""
 
     turn_seconds: float | None = None
-    decode_tokens_per_s: float = 20.0
+    # None: the measured rate (``measured``) or the constant (``rates``).
+    decode_tokens_per_s: float | None = None
     gpu_memory_gib: float = 80.0
     download_mb_per_s: float = 100.0
     allow_download: bool = False
     shared_fs: bool = False
     max_rows: int | None = None
-    # Achieved training FLOP/s per GPU, in TFLOP/s, for the step estimate:
-    # MemAgent issue #31's 7B update on 32 H100s (2,100 s), counted as
-    # memagent_workflow/preflight/step.py counts FLOPs.
-    train_tflops: float = 120.0
+    # Achieved training TFLOP/s per GPU, for the step estimate where the actor's
+    # rates are not measured (None: rates.TRAIN_TFLOPS).
+    train_tflops: float | None = None
+    # examples/smoke.py's rates (``--measured FILE``), fed to the step model.
+    measured: Measured | None = None
 
 
 @dataclass
@@ -156,6 +159,11 @@ class Run:
         return find_model_config(
             self.config.actor.path, allow_download=self.options.allow_download
         )
+
+    @cached_property
+    def rates(self) -> StepRates:
+        """The step model's rates: measured, flagged or the constants."""
+        return step_rates(self.options)
 
     @cached_property
     def ray_state(self) -> RayState:

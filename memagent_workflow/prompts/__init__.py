@@ -29,7 +29,6 @@ To start a file from the built-in wording::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import string
 import sys
@@ -38,8 +37,11 @@ from pathlib import Path
 
 import yaml
 
+from memagent_workflow.data.files import utf8_problem
+from memagent_workflow.data.schema import show
 from memagent_workflow.prompts.original import original_templates, parse_spec
 from memagent_workflow.prompts.original_source import OriginalPromptsError
+from memagent_workflow.prompts.strict import strict_json, strict_yaml
 from memagent_workflow.prompts.tokens import (
     PromptTemplate,
     text_template,
@@ -120,7 +122,7 @@ def check_slots(name: str, text: str, where: str = "built-in prompts") -> None:
         return PromptFileError(f"{where}: template '{name}': {why}")
 
     if not isinstance(text, str) or not text.strip():
-        raise bad("must be a non-empty string")
+        raise bad(f"must be a non-empty string, got {show(text)}")
     try:
         fields = list(string.Formatter().parse(text))
     except ValueError as exc:
@@ -166,14 +168,18 @@ def load_prompts(
     path = Path(path)
     where = f"prompts file {path}"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
     except OSError as exc:
         raise PromptFileError(f"{where}: cannot read it: {exc}") from None
+    if (problem := utf8_problem(text)) is not None:
+        raise PromptFileError(f"{where}: {problem}")
     kind = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        data = json.loads(text) if kind == "JSON" else yaml.safe_load(text)
+        data = strict_json(text) if kind == "JSON" else strict_yaml(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise PromptFileError(f"{where}: not valid {kind}: {exc}") from None
+    except RecursionError:
+        raise PromptFileError(f"{where}: not valid {kind}: nested too deeply") from None
     if not isinstance(data, dict):
         raise PromptFileError(
             f"{where}: expected a mapping with keys {sorted(SLOTS)}, "

@@ -75,7 +75,7 @@ def _how_to_give(path: str, commit: str, cached: Path, key: str) -> str:
     return (
         f"fetch {source_url(path, commit)} and save it as {cached} (then rerun), "
         f"or put it in a folder DIR as DIR/{path} or DIR/{Path(path).name} and "
-        f"pass memagent.prompts={key}:DIR (docs/gpu.md, 'Prompt files')"
+        f"pass memagent.prompts={key}:DIR (docs/prompts.md)"
     )
 
 

@@ -18,7 +18,9 @@ recovery:
 With ``actor.kl_loss_coef > 0`` (the original MemAgent's KL loss,
 `memagent_workflow.trainer.kl_loss`) it builds AReaL's reference model (``ref:``)
 even when ``actor.kl_ctl`` is 0, for which AReaL builds none; AReaL's training
-loop then computes the batch's ``ref_logp`` as it does for ``kl_ctl``.
+loop then computes the batch's ``ref_logp`` as it does for ``kl_ctl``. An FSDP
+reference is an ``actor_cls`` engine, as the actor is: both compute log-probs
+the same way.
 
 And the controllers' own ports (the rollout controller's callback server, the
 train controller's gloo group), which AReaL draws from ``random`` seeded by
@@ -154,7 +156,9 @@ class MemAgentPPOTrainer(PPOTrainer):
     def _create_train_engine(
         self, actor_config: PPOActorConfig, alloc: ModelAllocation
     ) -> Any:
-        if actor_config is not self.config.actor or alloc.backend != "fsdp":
+        # The actor and its reference model (``ref:``) alike: one engine class,
+        # so the reference computes log-probs exactly as the actor does.
+        if alloc.backend != "fsdp":
             with private_random():  # the train controller's gloo port
                 return super()._create_train_engine(actor_config, alloc)
         return self._fsdp_engine_of(actor_config, alloc)
@@ -163,7 +167,7 @@ class MemAgentPPOTrainer(PPOTrainer):
         self, actor_config: PPOActorConfig, alloc: ModelAllocation
     ) -> Any:
         """An ``actor_cls`` engine (its controller under the single controller)
-        in its process group, as AReaL builds its FSDP actor."""
+        in its process group, as AReaL builds its FSDP actor (or reference)."""
         skip = self.config.memagent.skip_tied_groups
         if is_single_controller():
             actor = self.actor_cls.as_controller(

@@ -32,8 +32,9 @@ def checkpoint_glob() -> str:
     return line.removeprefix("CKPT=$(ls -d ").removesuffix(")")
 
 
-def run_ask(ckpt: Path, root: Path) -> subprocess.CompletedProcess:
-    """The command with ``CKPT=ckpt``; its page goes to ``root / "page.html"``."""
+def run_ask(ckpt: Path, root: Path, extra: str = "") -> subprocess.CompletedProcess:
+    """The command with ``CKPT=ckpt``; its page goes to ``root / "page.html"``;
+    ``extra``: overrides appended."""
     cmd = ask_command()
     assert cmd.startswith("uv run python -m standin.ask ")
     cmd = cmd.replace("uv run python", sys.executable, 1)
@@ -41,6 +42,7 @@ def run_ask(ckpt: Path, root: Path) -> subprocess.CompletedProcess:
         f" eval.output_dir={root / 'out'} cluster.fileroot={root / 'areal'}"
         f" cluster.name_resolve.nfs_record_root={root / 'nr'}"
         f" --trace {root / 'page.html'}"  # the last --trace wins
+        f" {extra}"
     )
     env = {**os.environ, "CKPT": str(ckpt), "HF_HUB_OFFLINE": "1"}
     done = subprocess.run(

@@ -3,7 +3,7 @@
 Every run is ``python -m standin.train --config config_cpu.yaml`` (or
 ``standin.eval``: ``examples/train.py`` and ``eval.py`` with the stand-in's
 classes passed in) with the same overrides a GPU user changes (scheduler, weight sync, sizes), in a
-subprocess. Training runs go as docs/gpu.md writes them: from the root of a
+subprocess. Training runs go as docs/gpu-launch.md writes them: from the root of a
 fresh copy of the repository's tracked files (`fresh_clone`), with the
 config's relative paths (``outputs/cpu/...``) as they are. AReaL's rollout
 worker launches the stand-in and stops it at the end; the stand-in leaves an
@@ -35,8 +35,8 @@ from standin.model import weights_digest
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = "events.jsonl"  # the stand-in's event log, in a run's folder
 
-# The launches the tests run: docs/gpu.md's GPU commands with the GPU config's
-# weight sync (xccl, bf16) or config_cpu.yaml's (disk). docs/gpu.md lists them.
+# The launches the tests run: docs/gpu-launch.md's GPU commands with the GPU config's
+# weight sync (xccl, bf16) or config_cpu.yaml's (disk). docs/gpu-launch.md lists them.
 LAUNCHES = {
     "local_disk": ("scheduler.type=local",),
     "spmd_disk": ("scheduler.type=null",),  # tests/e2e/test_train_cpu.py
@@ -178,7 +178,7 @@ class Launched:
 
 
 def train_cmd(*overrides: str) -> list[str]:
-    """docs/gpu.md's CPU command (``uv run python`` = this interpreter) with
+    """docs/gpu-launch.md's CPU command (``uv run python`` = this interpreter) with
     ``overrides``, shortened; run from the root of a `fresh_clone`."""
     return [
         sys.executable, "-m", "standin.train", "--config", "config_cpu.yaml",

@@ -10,7 +10,9 @@ is measured by the server on questions never trained on, so it only rises if the
 trained weights reach the server. The main run ends with the job's own length
 eval (``standin.length_eval``: ``examples/eval.py`` on the last checkpoint, the
 warm start and the memory-wiped control) at 1 and 16 chunks; its checkpoint then
-answers docs/trace.md's ask command (64 chunks) as written.
+answers docs/trace.md's ask command (64 chunks) as written, and docs/serve.md's
+service (its CPU command, curl calls and openai snippet as written) answers the
+same, as ask.py does, and 32 concurrent documents each from its own.
 
 Seeds and margins (measured on this 2-core machine, this test's settings, seed 0,
 4:16): held-out 0.14 0.34 0.89 0.97 1.00 0.98 (every 5 steps: the last three's
@@ -39,11 +41,15 @@ import glob
 import json
 import re
 import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from bench.learning import CHANCE, config_value, train_run
 from tests.e2e.ask_command import REPO, checkpoint_glob, page_sample, run_ask
+from tests.e2e.serve_command import at, block, docs_service
 
 SEED = 0
 STEPS = 30
@@ -137,16 +143,21 @@ def test_the_traces_split_every_miss_and_the_wiped_memory_keeps_nothing(runs):
         assert split["kept"] == 0 and split["caught"] >= 50, split
 
 
-def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
-    runs, tmp_path
-):
-    # docs/trace.md's $CKPT: the main job's last HF checkpoint (its step there:
-    # config_cpu.yaml's 40 steps; this run's: STEPS), found by the docs' pattern.
+def trained_checkpoint(runs) -> str:
+    """docs/trace.md's (and docs/serve.md's) $CKPT: the main job's last HF
+    checkpoint (its step there: config_cpu.yaml's 40 steps; this run's: STEPS),
+    found by the docs' pattern."""
     docs_step = f"globalstep{config_value('total_train_steps') - 1}"
     pattern = checkpoint_glob().replace("outputs/cpu/areal", str(runs[2]))
     assert pattern.endswith(docs_step)
     (ckpt,) = glob.glob(pattern.replace(docs_step, f"globalstep{STEPS - 1}"))
-    done = run_ask(ckpt, tmp_path)
+    return ckpt
+
+
+def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
+    runs, tmp_path
+):
+    done = run_ask(trained_checkpoint(runs), tmp_path)
     assert "64/64" in done.stderr and "memory_tokens=3" in done.stderr  # the bar
     assert "final memory (64 turns): \\boxed{ red }\n" in done.stdout
     assert re.search(r"^gold: red -> right \(answered right\)$", done.stdout, re.M)
@@ -158,3 +169,112 @@ def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
     assert sample["evidence_chunks"] == [i for i, s in enumerate(lines) if " red " in s]
     assert lines[5] == "code of eve is red ." and sample["turns"][5]["evidence"]
     assert sample["caught_turn"] == 5 and sample["kept"] and sample["answered"]
+
+
+@pytest.fixture(scope="module")
+def service(runs, tmp_path_factory):
+    """docs/serve.md's CPU serve command, as written, on the trained checkpoint."""
+    svc = docs_service(trained_checkpoint(runs), tmp_path_factory.mktemp("serve"))
+    try:
+        yield svc
+    finally:
+        assert svc.stop() == 0, svc.text()[-3000:]
+
+
+def docs_call(marker: str, service) -> str:
+    """A docs/serve.md call block, as written but for the service's port."""
+    code = at(block(marker), service.base_url)
+    cmd = (
+        [sys.executable, "-c", code]
+        if marker == "serve-python"
+        else ["bash", "-c", code]
+    )
+    done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_the_docs_serve_calls_find_the_code_with_the_trained_checkpoint(service):
+    # docs/serve.md: the openai snippet, the curl call, the streamed curl call
+    printed = docs_call("serve-python", service).splitlines()
+    assert printed == ["\\boxed{ red }", "\\boxed{ red }"]
+    reply = json.loads(docs_call("serve-curl", service))
+    assert reply["choices"][0]["message"]["content"] == "\\boxed{ red }"
+    assert reply["memagent"]["extracted"] == "red" and reply["memagent"]["chunks"] == 64
+    turns = 64 + 1
+    assert (
+        reply["usage"]["completion_tokens"] > 0 and reply["memagent"]["turns"] == turns
+    )
+    events = [e for e in docs_call("serve-stream", service).split("\n") if e]
+    assert events[-1] == "data: [DONE]"
+    chunks = [json.loads(e.removeprefix("data: ")) for e in events[:-1]]
+    assert [
+        c["memagent"]["turn"] for c in chunks if "turn" in c.get("memagent", {})
+    ] == list(range(64))
+    content = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert content == "\\boxed{ red }"
+
+
+def test_the_service_answers_as_ask_does(service, runs, tmp_path):
+    # greedy both: the same document and question, the same episode loop, the
+    # same stand-in server (the service's, named by address)
+    addr = re.search(r"engine\) at ([\d.]+:\d+)", service.text()).group(1)
+    extra = f"gconfig.greedy=true ++standin.server_addr={addr}"
+    done = run_ask(trained_checkpoint(runs), tmp_path, extra)
+    asked = dict(
+        line.split(": ", 1)
+        for line in done.stdout.splitlines()
+        if line.startswith(("answer: ", "final memory (64 turns): "))
+    )
+    import openai
+
+    client = openai.OpenAI(
+        base_url=f"{service.base_url}/v1", api_key="-", max_retries=0
+    )
+    reply = client.chat.completions.create(
+        model="memagent",
+        temperature=0,
+        messages=[
+            {"role": "user", "content": (REPO / "docs" / "needle_64.txt").read_text()},
+            {"role": "user", "content": "what is the code of eve ?"},
+        ],
+    )
+    assert reply.choices[0].message.content == asked["answer"]
+    assert (
+        reply.model_extra["memagent"]["final_memory"]
+        == asked["final memory (64 turns)"]
+    )
+
+
+def test_32_concurrent_documents_are_each_answered_from_their_own(service):
+    """Held-out needle documents of 16 chunks (every other sentence another
+    name's code), all in flight at once: each answer is its own document's code."""
+    import openai
+
+    from memagent_workflow.data.synthetic import make_needle
+
+    rows = make_needle(32, seed=4242, chunks=16, distractors=1.0, split="valid")
+    client = openai.OpenAI(
+        base_url=f"{service.base_url}/v1", api_key="-", max_retries=0
+    )
+
+    def ask(row):
+        return client.chat.completions.create(
+            model="memagent",
+            temperature=0,
+            messages=[
+                {"role": "user", "content": row["context"]},
+                {"role": "user", "content": row["question"]},
+            ],
+        )
+
+    before = len(service.request_lines())
+    with ThreadPoolExecutor(len(rows)) as pool:
+        replies = list(pool.map(ask, rows))
+    got = [r.model_extra["memagent"]["extracted"] for r in replies]
+    assert got == [row["answers"][0] for row in rows]
+    lines = service.request_lines()[before:]
+    assert len(lines) == 32
+    assert all(
+        ": 200 answered; 96 document tokens, 16 chunks" in line for line in lines
+    )

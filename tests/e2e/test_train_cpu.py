@@ -5,10 +5,11 @@ The single-controller and Ray launches of the same job: test_train_launch.py.
 ``/weights_digest`` and ``n_updates`` (weight syncs received) are stand-in only.
 The run trains with the original MemAgent's KL loss, as docs/algorithm.md's
 command turns it on (``actor.kl_loss_coef``; AReaL's reward KL stays off), so the
-trainer adds a reference model of its own. Every episode earns 0 (``no_reward``,
-given by import string as a user's reward is) and ``memagent.skip_tied_groups``
-is on: AReaL's loop must still train the one group kept, with weight decay
-changing every weight, so the served weights tell one version from another.
+product's trainer builds a reference model of its own (in the actor's class, the
+stand-in's on CPU). Every episode earns 0 (``no_reward``, given by import string
+as a user's reward is) and ``memagent.skip_tied_groups`` is on: AReaL's loop must
+still train the one group kept, with weight decay changing every weight, so the
+served weights tell one version from another, and the policy leaves the reference.
 """
 
 import json
@@ -34,6 +35,10 @@ TIED = (
     f"memagent.reward={__name__}.no_reward",
     "memagent.skip_tied_groups=true",
 )
+WEIGHT_DECAY = 30.0
+# The KL of a policy equal to its reference: 0 up to float rounding. Measured:
+# exactly 0.0 at step 1; 6.4e-8 at step 2 with WEIGHT_DECAY 30 (8.8e-15 with 0.01).
+KL_AT_REFERENCE = 1e-12
 
 
 def no_reward(response: str, golds: list[str]) -> float:
@@ -70,8 +75,9 @@ def run(needle_model_dir, tmp_path_factory):
     with StandinServer(model, seed=0, log_file=out / "server.log") as server:
         run_one_process(
             ["-m", "standin.train"], out, model, server.addr,
-            # every step changes every weight, even if every group ties
-            "actor.optimizer.weight_decay=0.01", *kl_loss_overrides(), *TIED,
+            # every step changes every weight, even if every group ties: at step
+            # 2's lr (5e-5) each update shrinks them by 0.15%, so the KL shows it
+            f"actor.optimizer.weight_decay={WEIGHT_DECAY}", *kl_loss_overrides(), *TIED,
         )  # fmt: skip
         state = get(server, "/weights_digest")
     log_dir = next((out / "areal").rglob("steps.jsonl")).parent
@@ -117,6 +123,14 @@ def test_the_ledger_counts_every_question_trained(run):
     assert [len(line["questions"]) for line in trained] == [QUESTIONS, QUESTIONS]
 
 
-def test_the_kl_loss_is_logged_beside_the_policy_loss(run):
-    for step in run["steps"]:
-        assert math.isfinite(step["kl_loss"]) and step["kl_loss"] >= 0
+def test_the_kl_to_the_reference_starts_at_zero_and_grows(run):
+    """Step 1 trains at lr 0 (the warm-up's first step): the policy is the
+    reference throughout it, so a working reference gives a KL of 0; weight
+    decay then moves the policy away. A reference that was the actor itself
+    would stay at 0; one computing otherwise (attention, temperature) would not
+    start there."""
+    first, second = run["steps"]
+    assert first["lr"] == 0 and second["lr"] > 0
+    assert 0 <= first["kl_loss"] <= KL_AT_REFERENCE
+    assert math.isfinite(second["kl_loss"])
+    assert second["kl_loss"] > 1000 * KL_AT_REFERENCE

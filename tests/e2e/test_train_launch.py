@@ -2,12 +2,12 @@
 (on vLLM) the one-process SPMD mode.
 
 Each run is ``python -m standin.train --config config_cpu.yaml`` for 2 GRPO steps
-with only the launch overrides of docs/gpu.md's GPU commands changed:
+with only the launch overrides of docs/gpu-launch.md's GPU commands changed:
 ``scheduler.type=local|ray|null``, ``actor.weight_update_mode=disk|xccl`` and
 ``rollout.backend=sglang|vllm:d1`` (the ``vllm`` runs, through
 `RemotevLLMEngine`: the README's vLLM line, and Ray with xccl; the one-process
 mode is tests/e2e/test_train_cpu.py's), run as
-docs/gpu.md writes them: from the root of a fresh copy of the repository, with
+docs/gpu-launch.md writes them: from the root of a fresh copy of the repository, with
 ``config_cpu.yaml``'s relative paths (model, data, ``cluster.fileroot``). AReaL's
 scheduler starts the actor and rollout workers; the rollout worker launches
 the stand-in where it would launch SGLang (or vLLM). The xccl runs train in bfloat16, as

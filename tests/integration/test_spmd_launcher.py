@@ -81,7 +81,7 @@ def own_name_resolve(monkeypatch):
 @pytest.mark.parametrize(
     "page, script, config",
     [
-        ("gpu.md", "examples/train.py", "config.yaml"),
+        ("gpu-launch.md", "examples/train.py", "config.yaml"),
         ("eval.md", "examples/eval.py", "config_eval.yaml"),
     ],
 )
@@ -100,7 +100,7 @@ def test_the_pre_step_makes_the_folders_the_launcher_requires(
 
 @pytest.mark.parametrize(
     "page, script, n_train",
-    [("gpu.md", "examples/train.py", 4), ("eval.md", "examples/eval.py", 1)],
+    [("gpu-launch.md", "examples/train.py", 4), ("eval.md", "examples/eval.py", 1)],
 )
 def test_the_launcher_starts_sglang_then_the_script_with_its_addresses(
     page, script, n_train, tmp_path, monkeypatch, own_name_resolve

@@ -120,8 +120,10 @@ def test_a_run_shorter_than_its_steps_or_its_warmup_is_named(tmp_path, monkeypat
 
 
 def speedup_command() -> list[str]:
-    """The command of docs/gpu.md, "Speed-ups (opt-in)", as a shell would split it."""
-    text = (ROOT / "docs" / "gpu.md").read_text().split("**Speed-ups (opt-in).**", 1)[1]
+    """The command of docs/gpu-recipes.md, "Speed-ups (opt-in)", as a shell would
+    split it."""
+    text = (ROOT / "docs" / "gpu-recipes.md").read_text()
+    text = text.split("**Speed-ups (opt-in).**", 1)[1]
     block = re.search(r"```bash\n(.*?)```", text, re.S).group(1).strip()
     return shlex.split(block)
 
@@ -197,7 +199,7 @@ def test_reward_norm_is_refused(tmp_path):
 
 
 def readme_layout_overrides() -> list[list[str]]:
-    readme = (ROOT / "docs" / "gpu.md").read_text()
+    readme = (ROOT / "docs" / "gpu-recipes.md").read_text()
     table = readme.split("## GPU layouts", 1)[1].split("\n\n", 2)[1]
     rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
     spans = [s for row in rows for s in row.split("|")[3].split("`")[1::2]]

@@ -92,7 +92,7 @@ def test_each_entry_that_refuses_a_stand_in_config_names_an_entry_that_exists():
         for p in sorted(ROOT.glob("examples/*.py"))
         if "load_entry_config" in p.read_text()
     ]
-    assert loading == ["ask", "eval", "preflight", "train"]
+    assert loading == ["ask", "eval", "preflight", "serve", "smoke", "train"]
     missing = [s for s in loading if not (ROOT / "standin" / f"{s}.py").exists()]
     assert missing == []
 

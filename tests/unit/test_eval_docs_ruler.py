@@ -15,7 +15,9 @@ import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -102,10 +104,45 @@ def test_the_ood_table_data_command_runs_as_written(tmp_path):
         assert 0.98 * 8192 <= s["length"] <= 8192
 
 
-@pytest.mark.parametrize("block", [0, 1])
-def test_commands_use_only_keys_the_tools_know(block):
+def parse_prepare(args: list[str], tmp_path: Path) -> None:
     from examples.prepare_eval_data import _parser
 
-    for cmd in blocks()[block]:
-        if "examples/prepare_eval_data.py" in cmd:
-            _parser().parse_args(cmd[cmd.index("examples/prepare_eval_data.py") + 1 :])
+    _parser().parse_args(args)
+
+
+def load_eval(loader: Callable[[list[str]], Any]) -> Callable[[list[str], Path], None]:
+    """An eval entry's config loader, run on a command's arguments (its config
+    file in this repository, its outputs under ``tmp_path``)."""
+
+    def load(args: list[str], tmp_path: Path) -> None:
+        i = args.index("--config") + 1
+        args = [*args[:i], str(ROOT / args[i]), *args[i + 1 :]]
+        loader([*args, f"cluster.fileroot={tmp_path}"])
+
+    return load
+
+
+def tools() -> dict[str, Callable[[list[str], Path], None]]:
+    """What parses the arguments of each tool the section runs, by the argument
+    that names the tool."""
+    from examples import eval as product_eval
+    from standin import eval as standin_eval
+
+    return {
+        "examples/prepare_eval_data.py": parse_prepare,
+        "examples/eval.py": load_eval(product_eval.load_config),
+        "standin.eval": load_eval(standin_eval.load_config),
+    }
+
+
+@pytest.mark.parametrize("block", [0, 1])
+def test_commands_use_only_keys_the_tools_know(block, tmp_path):
+    """Every command of the block is parsed by its tool: a block with none, or
+    a command of a tool the test does not know, fails."""
+    commands = blocks()[block]
+    assert commands, f"block {block} of {SECTION!r} holds no command"
+    parsers = tools()
+    for cmd in commands:
+        named = [a for a in cmd if a in parsers]
+        assert len(named) == 1, f"no tool the test knows runs: {shlex.join(cmd)}"
+        parsers[named[0]](cmd[cmd.index(named[0]) + 1 :], tmp_path)

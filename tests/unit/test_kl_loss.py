@@ -254,34 +254,50 @@ def test_a_kl_loss_without_a_reference_model_is_refused():
 
 
 class RecordingTrainEngine:
-    """A train engine that records its initialize() calls (the reference model)."""
+    """An engine class that records how the trainer builds and starts it."""
 
-    def __init__(self):
-        self.calls = []
+    built: list = []
+
+    def __init__(self, config):
+        self.config, self.calls = config, []
+
+    @classmethod
+    def in_process(cls, config, skip_tied_groups=False):
+        engine = cls(config)
+        cls.built.append(engine)
+        return engine
+
+    def create_process_group(self, parallel_strategy):
+        self.calls.append(("process_group", parallel_strategy))
 
     def initialize(self, **kwargs):
-        self.calls.append(kwargs)
+        self.calls.append(("initialize", kwargs))
 
 
 @pytest.mark.parametrize("coef,kl_ctl", [(0.001, 0.0), (0.0, 0.0)])
-def test_the_trainer_adds_a_reference_model_for_the_kl_loss(coef, kl_ctl):
+def test_the_trainer_adds_a_reference_model_for_the_kl_loss(monkeypatch, coef, kl_ctl):
+    """The trainer's own engine building (not a mock of it) makes the reference:
+    an ``actor_cls`` engine, as the actor is, from ``ref:``."""
+    monkeypatch.setenv("AREAL_SPMD_MODE", "1")  # engines built in this process
     trainer = object.__new__(MemAgentPPOTrainer)
     ref_cfg = SimpleNamespace(backend="fsdp:d1")
     trainer.config = SimpleNamespace(
         actor=SimpleNamespace(kl_loss_coef=coef, kl_ctl=kl_ctl),
         ref=ref_cfg, perf_tracer=None,
+        memagent=SimpleNamespace(skip_tied_groups=False),
     )  # fmt: skip
     trainer.ref, trainer._should_offload_ref = None, False
     trainer.recover_handler = SimpleNamespace(ft_spec="spec")
-    built = []
-    trainer._create_train_engine = lambda c, a: (
-        built.append((c, a)) or RecordingTrainEngine()
-    )
+    trainer.actor_cls = RecordingTrainEngine
+    RecordingTrainEngine.built = []
     trainer._add_kl_loss_ref()
     if coef == 0:
-        assert trainer.ref is None and not built  # AReaL's choice stands
+        assert trainer.ref is None and not RecordingTrainEngine.built  # AReaL's choice
         return
-    assert built[0][0] is ref_cfg and built[0][1].backend == "fsdp"
-    assert trainer.ref.calls == [dict(addr=None, ft_spec="spec", role="ref")]
+    assert RecordingTrainEngine.built == [trainer.ref]
+    assert trainer.ref.config is ref_cfg
+    (group, parallel), init = trainer.ref.calls
+    assert group == "process_group" and parallel.dp_size == 1
+    assert init == ("initialize", dict(addr=None, ft_spec="spec", role="ref"))
     trainer._add_kl_loss_ref()  # one there already (AReaL's, for kl_ctl > 0)
-    assert len(built) == 1
+    assert len(RecordingTrainEngine.built) == 1

@@ -59,7 +59,7 @@ def test_the_split_per_row_and_length_from_the_runs_traces(tmp_path):
     head = next(line for line in md.splitlines() if line.startswith("| row | chunks"))
     assert head.split(" | ")[2:6] == ["traced", "read", "caught", "kept"]
     assert "wrong: caught then lost" in head and "wrong: never caught" in head
-    assert "| trained | 16 | 8 | 100 | 100 | 88 | 75 | 0 | 12 | 12 | 0 |" in md
+    assert "| trained | 16 | 8 | 100 | 100 | 88 | 75 | 0 | 12 | 12 | 0 | - |" in md
     assert "| wiped |" not in md.split("| row | chunks")[1]  # nothing traced
 
 

@@ -9,7 +9,7 @@ file's final template shows a literal ``\\boxed{{}}``, the eval files' are
 formatted, every template ends with a newline). They are given through the
 ``:DIR`` spelling, the cache, or a stubbed download, with their own sha256
 pinned by monkeypatch. ``FILE_*`` are the same templates written into prompts
-files by hand, as docs/gpu.md's rules say.
+files by hand, as docs/prompts.md's rules say.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The preflight as docs/gpu.md shows it: its commands run verbatim (exit 1 for
+"""The preflight as docs/preflight.md shows it: its commands run verbatim (exit 1 for
 config.yaml on a CPU machine, naming the GPU, SGLang and FlashAttention items
 with their reasons; exit 0 for config_cpu.yaml through the stand-in's preflight
 entry), and its sample table lists the rows the command prints."""
@@ -21,7 +21,7 @@ MARKER = "**Before the first GPU hour, run the preflight.**"
 
 
 def section() -> str:
-    return (ROOT / "docs" / "gpu.md").read_text().split(MARKER, 1)[1]
+    return (ROOT / "docs" / "preflight.md").read_text().split(MARKER, 1)[1]
 
 
 def commands() -> list[str]:

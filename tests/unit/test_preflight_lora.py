@@ -262,13 +262,13 @@ def verdicts(stdout: str) -> dict[str, str]:
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a visible GPU sets the size")
 def test_the_docs_command_of_the_7b_pair(seven_b):
-    """The 7B pair's preflight command as docs/gpu.md gives it, run as a shell
+    """The 7B pair's preflight command as docs/gpu-recipes.md gives it, run as a shell
     runs it (the fixture model's folder added): every memory and time row ok.
     (test_preflight_recipes runs every recipe's command in-process, at the
     claimed size and on a card too small.)"""
     line = next(
         line
-        for line in (ROOT / "docs" / "gpu.md").read_text().splitlines()
+        for line in (ROOT / "docs" / "gpu-recipes.md").read_text().splitlines()
         if line.startswith(f"uv run python examples/preflight.py --config {LORA_2GPU} ")
     )
     cmd = [*shlex.split(line), f"actor.path={seven_b}"]

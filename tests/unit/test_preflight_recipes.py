@@ -1,4 +1,4 @@
-"""The recipes for smaller budgets (docs/gpu.md, "Recipes for smaller budgets"):
+"""The recipes for smaller budgets (docs/gpu-recipes.md, "Recipes for smaller budgets"):
 the docs give one preflight command per recipe, and the preflight, given that
 command with the model's published config.json, finds every memory and time row
 ok on the GPU size the recipe claims and fails on a card too small for it. The
@@ -47,7 +47,7 @@ LORA = sorted(k for k in RECIPES if "_lora_" in k)
 
 
 def section() -> str:
-    text = (ROOT / "docs" / "gpu.md").read_text()
+    text = (ROOT / "docs" / "gpu-recipes.md").read_text()
     return text.split(SECTION, 1)[1].split("\n## ", 1)[0]
 
 
@@ -140,7 +140,7 @@ def test_a_card_too_small_fails(key, models):
 )
 def test_on_24_gb_both_sides_warn(key, models):
     """The actor's state fits, its activations and the planned turns do not (a
-    24 GB pair is too small for the LoRA pairs too, docs/gpu.md); a LoRA actor
+    24 GB pair is too small for the LoRA pairs too, docs/gpu-lora.md); a LoRA actor
     on one GPU does not even load: rank 0 holds the whole model twice."""
     argv, _ = preflight_commands()[key]
     found = rows(preflight_run(argv, 24, model_of(RECIPES[key][0], models)))

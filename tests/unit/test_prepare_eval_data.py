@@ -98,6 +98,8 @@ def test_build_takes_the_given_questions_and_says_it_is_not_official(
         for p in range(N_PARAS):  # own paragraphs (gold included), "" joined
             text = f"Title {q}-{p}\nFact {q}.{p} first. Fact {q}.{p} second."
             assert sum(d.endswith("\n" + text) for d in docs) == 1
+        # the supporting facts' sentences: what eval traces locate as evidence
+        assert s["evidence"] == [f"Fact {q}.3 first.", f"Fact {q}.7 second."]
     # the question's own paragraphs are not always on top: the mix is shuffled
     first = [d.split("\n")[1] for d in samples[0]["context"].split("\n\n")[:10]]
     assert first != [f"Title 4-{p}" for p in range(10)]

@@ -45,9 +45,9 @@ def write(tmp_path: Path, data, name: str = "prompts.yaml") -> Path:
 
 
 def docs_command() -> str:
-    """The command docs/gpu.md, "Prompt files", gives to start a prompts file."""
-    section = (ROOT / "docs" / "gpu.md").read_text().split("## Prompt files", 1)[1]
-    return re.search(r"```bash\n(.*?)\n```", section.split("\n## ", 1)[0], re.S)[1]
+    """The command docs/prompts.md gives first: to start a prompts file."""
+    page = (ROOT / "docs" / "prompts.md").read_text()
+    return re.search(r"```bash\n(.*?)\n```", page, re.S)[1]
 
 
 def test_the_docs_command_writes_the_built_in_wording_as_a_file(tmp_path):
@@ -62,7 +62,7 @@ def test_the_docs_command_writes_the_built_in_wording_as_a_file(tmp_path):
     )
     assert load_prompts(None).source == "built-in"
     assert "memagent.prompts=MY_PROMPTS.yaml" in " ".join(
-        (ROOT / "docs" / "gpu.md").read_text().split()
+        (ROOT / "docs" / "prompts.md").read_text().split()
     )
 
 

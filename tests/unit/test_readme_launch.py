@@ -1,4 +1,4 @@
-"""The CPU launch commands of docs/gpu.md are the ones the e2e tests run, and each GPU
+"""The CPU launch commands of docs/gpu-launch.md are the ones the e2e tests run, and each GPU
 launch style there has its CPU twin (same scheduler, other config)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def commands_after(marker: str) -> list[list[str]]:
     """The commands of the first bash block after ``marker`` (comments dropped)."""
-    text = (ROOT / "docs" / "gpu.md").read_text().split(marker, 1)[1]
+    text = (ROOT / "docs" / "gpu-launch.md").read_text().split(marker, 1)[1]
     block = re.search(r"```bash\n(.*?)```", text, re.S).group(1)
     joined = re.sub(r"\\\n\s*", " ", block)
     lines = [line.split("#", 1)[0].strip() for line in joined.splitlines()]

@@ -99,6 +99,22 @@ def test_each_task_at_8k_tokens_holds_its_gold_and_length(
         assert sorted(gold_from_context(s)) == sorted(s["answers"])
 
 
+@pytest.mark.parametrize("task", ["niah_multivalue", "niah_multikey_2", "vt", "qa_1"])
+def test_each_sample_carries_its_evidence_as_the_context_holds_it(task, generator):
+    s = generator.sample(task, 2048, 1)
+    assert s["evidence"] and all(e in s["context"] for e in s["evidence"])
+    t = TASKS[task]
+    if t.family == "niah":  # the asked keys' needles, and no other
+        kind = t.params["value_type"]
+        want = [NEEDLE.format(kind=kind, key=k, value=v) for k in s["keys"]
+                for v in needles_of(s["context"], kind)[k]]  # fmt: skip
+        assert sorted(s["evidence"]) == sorted(want)
+    elif t.family == "vt":  # the asked chain: every name the answer lists
+        assert [e.split()[1] for e in s["evidence"]] == s["answers"]
+    else:  # the gold paragraph, which holds the answer
+        assert any(a in e for e in s["evidence"] for a in s["answers"])
+
+
 def test_needle_haystack_never_repeats_an_asked_key(generator):
     for task in ("niah_multikey_2", "niah_multikey_3"):
         s = generator.sample(task, 8192, 0)

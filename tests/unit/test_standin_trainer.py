@@ -106,3 +106,53 @@ def test_the_override_builds_what_areal_would(monkeypatch, spmd, backend):
     assert inits[1]["server_infos"] == ["server 0"]
     trainer.config.valid_dataset = None  # no validation set: no eval engine
     assert StandinPPOTrainer._rollout_engine_of(trainer, config, is_eval=True) is None
+
+
+class Engine:
+    """Stands in for the actor class: records the engines built in it."""
+
+    built: list = []
+
+    def __init__(self, config):
+        self.config = config
+
+    @classmethod
+    def in_process(cls, config, skip_tied_groups=False):
+        cls.built.append(config)
+        return cls(config)
+
+    def create_process_group(self, parallel_strategy):
+        pass
+
+
+def test_the_product_builds_the_reference_model(monkeypatch):
+    """The stand-in gives only its actor class: the reference model for the KL
+    loss is built by the product's ``_create_train_engine``, as on GPU."""
+    from areal.api.alloc_mode import ModelAllocation
+
+    from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
+
+    monkeypatch.setenv("AREAL_SPMD_MODE", "1")
+    product = MemAgentPPOTrainer._create_train_engine
+    reached = []
+
+    def spy(self, config, alloc):
+        reached.append(config)
+        return product(self, config, alloc)
+
+    monkeypatch.setattr(MemAgentPPOTrainer, "_create_train_engine", spy)
+    trainer = object.__new__(StandinPPOTrainer)
+    trainer.actor_cls, Engine.built = Engine, []
+    trainer.config = SimpleNamespace(
+        actor="the actor's config", memagent=SimpleNamespace(skip_tied_groups=False)
+    )
+    ref = trainer._create_train_engine(
+        "the ref's config", ModelAllocation.from_str("fsdp:d1", name="ref")
+    )
+    assert reached == Engine.built == ["the ref's config"]
+    assert type(ref) is Engine and ref.config == "the ref's config"
+    with pytest.raises(ValueError, match="fsdp only, got backend megatron"):
+        trainer._create_train_engine(
+            "the ref's config", ModelAllocation.from_str("megatron:d1", name="ref")
+        )
+    assert len(reached) == 1  # refused before the product builds anything

@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from memagent_workflow.eval import ask, diagnostics, trace, trace_page
+from memagent_workflow.eval import ask, diagnostics, evidence, trace, trace_page
 from memagent_workflow.eval.sets import EvalDataError, load_eval_file
 
 
@@ -18,12 +18,24 @@ def decode_words(ids) -> str:
     return " ".join(f"w{int(i)}" for i in ids)
 
 
-def test_locate_finds_the_chunks_that_hold_a_term_even_across_a_cut():
+def decode_bpe(ids) -> str:  # byte-level BPE: a word's token carries its space
+    return "".join(f" w{int(i)}" for i in ids)
+
+
+@pytest.mark.parametrize("decode", [decode_words, decode_bpe])
+def test_locate_finds_the_chunks_that_hold_a_term_even_across_a_cut(decode):
     chunks = [np.array([1, 2, 3]), np.array([4, 5, 6]), np.array([7, 8, 9])]
-    assert trace.locate(decode_words, chunks, ["w5"]) == [1]
-    assert trace.locate(decode_words, chunks, ["w6 w7"]) == [2]  # cut by a chunk end
-    assert trace.locate(decode_words, chunks, ["w2 w3"]) == [0]  # not again in 1
-    assert trace.locate(decode_words, chunks, ["w10"]) == []
+    where = lambda texts: evidence.locate(decode, chunks, texts)[0]  # noqa: E731
+    assert where(["w5"]) == [1]
+    assert where(["w6 w7"]) == [2]  # cut by a chunk end: the chunk it ends in
+    assert where(["w2 w3"]) == [0]  # not again in 1
+    assert where(["w10"]) == []
+    _, (ex,) = evidence.locate(decode, chunks, ["w6 w7"])
+    # the excerpt: this chunk's text around the match, which began in chunk 1
+    assert (ex["chunk"], ex["before"], ex["match"]) == (2, "", "w6 w7")
+    assert ex["after"].split() == ["w8", "w9"]
+    _, (ex,) = evidence.locate(decode, chunks, ["w5"])
+    assert (ex["before"].split(), ex["after"].split()) == (["w4"], ["w6"])
 
 
 def test_holds_matches_whole_normalised_words():

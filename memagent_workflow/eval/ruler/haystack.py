@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memagent_workflow.data.files import utf8_problem
+from memagent_workflow.eval.ruler.haystack_shape import hotpot_problem, squad_problem
 from memagent_workflow.eval.ruler.tasks import ESSAY, HOTPOTQA, SQUAD
 
 
@@ -31,6 +33,7 @@ class QA:
     answers: list[str]
     gold: list[int]
     related: list[int] = field(default_factory=list)  # same-article paragraphs
+    evidence: list[str] = field(default_factory=list)  # supporting sentences
 
 
 @dataclass
@@ -60,6 +63,8 @@ def essay_haystack(text: str, source: str) -> Haystack:
 
 def squad_haystack(articles: list[dict], source: str) -> Haystack:
     """SQuAD articles: unique paragraphs (sorted) and answerable questions."""
+    if (problem := squad_problem(articles)) is not None:
+        raise HaystackError(f"{source}: {problem}")
     docs = sorted({p["context"] for a in articles for p in a["paragraphs"]})
     index = {d: i for i, d in enumerate(docs)}
     qas = []
@@ -78,6 +83,8 @@ def squad_haystack(articles: list[dict], source: str) -> Haystack:
 
 def hotpot_haystack(rows: list[dict], source: str) -> Haystack:
     """HotpotQA rows: unique ``title\\nparagraph`` documents and the questions."""
+    if (problem := hotpot_problem(rows)) is not None:
+        raise HaystackError(f"{source}: {problem}")
 
     def paragraphs(row: dict) -> list[str]:
         return [f"{title}\n{''.join(sents)}" for title, sents in row["context"]]
@@ -85,10 +92,37 @@ def hotpot_haystack(rows: list[dict], source: str) -> Haystack:
     docs = sorted({d for row in rows for d in paragraphs(row)})
     index = {d: i for i, d in enumerate(docs)}
     qas = [
-        QA(row["question"], [row["answer"]], [index[d] for d in paragraphs(row)])
+        QA(
+            row["question"],
+            [row["answer"]],
+            [index[d] for d in paragraphs(row)],
+            evidence=supporting_sentences(row),
+        )
         for row in rows
     ]
     return Haystack(HOTPOTQA, source, docs=docs, qas=qas)
+
+
+def supporting_sentences(row: dict) -> list[str]:
+    """The sentences a HotpotQA row's ``supporting_facts`` (``[title, sentence
+    index]`` pairs) name; [] where it has none. A fact naming no sentence of
+    the row is skipped: the facts only locate evidence for traces."""
+    sentences = {title: sents for title, sents in row["context"]}
+    out = []
+    for fact in row.get("supporting_facts") or []:
+        pair = isinstance(fact, list | tuple) and len(fact) == 2
+        title, k = fact if pair else (None, None)
+        sents = (sentences.get(title) or []) if isinstance(title, str) else []
+        if isinstance(k, int) and 0 <= k < len(sents) and sents[k].strip():
+            out.append(sents[k].strip())
+    return list(dict.fromkeys(out))
+
+
+def _hf_facts(facts: dict | None) -> list[tuple[str, int]]:
+    """A hub HotpotQA row's ``supporting_facts`` (``{title: [...], sent_id:
+    [...]}``) as the JSON file's ``[title, sentence index]`` pairs."""
+    facts = facts or {}
+    return list(zip(facts.get("title") or [], facts.get("sent_id") or [], strict=False))
 
 
 def _from_json(data: Any, source: str) -> Haystack:
@@ -108,18 +142,26 @@ def _from_json(data: Any, source: str) -> Haystack:
 def read_file(path: str | Path) -> Haystack:
     """A haystack from a local file (kind read from its shape)."""
     path = Path(path)
+    if path.is_dir():
+        raise HaystackError(f"--haystack {path}: is a directory, not a file")
     if not path.is_file():
         raise HaystackError(f"--haystack {path}: no such file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = path.read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError as exc:
         raise HaystackError(f"--haystack {path}: unreadable: {exc}") from None
+    if (problem := utf8_problem(text)) is not None:
+        raise HaystackError(f"--haystack {path}: {problem}")
     if path.suffix != ".json":
         return essay_haystack(text, str(path))
     try:
         data = json.loads(text)
     except ValueError as exc:
         raise HaystackError(f"--haystack {path}: not valid JSON: {exc}") from None
+    except RecursionError:
+        raise HaystackError(
+            f"--haystack {path}: not valid JSON: nested too deeply"
+        ) from None
     try:
         return _from_json(data, str(path))
     except (KeyError, TypeError) as exc:
@@ -174,6 +216,7 @@ def read_hf_dataset(spec: str) -> Haystack:
                 "context": list(
                     zip(r["context"]["title"], r["context"]["sentences"], strict=True)
                 ),
+                "supporting_facts": _hf_facts(r.get("supporting_facts")),
             }
             for r in ds
         ]

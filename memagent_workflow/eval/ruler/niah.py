@@ -69,5 +69,14 @@ def niah_sample(
         plan = InsertPlan(
             pieces, needles, uniform_depths(rng, len(needles)), "\n", shared.counter
         )
-    extra = {"keys": [keys[i] for i in asked], "needles": len(needles)}
+    evidence = [  # the asked keys' needle sentences (eval traces locate them)
+        T.NEEDLE.format(kind=kind, key=keys[i], value=v)
+        for i in asked
+        for v in values_of[i]
+    ]
+    extra = {
+        "keys": [keys[i] for i in asked],
+        "needles": len(needles),
+        "evidence": evidence,
+    }
     return Drawn(question, answers, plan, extra)

@@ -95,4 +95,8 @@ def qa_sample(
     counts = np.tile(base, 8) if shared.repeat else base
     plan = DocsPlan(hay, order, set(gold), rng.getrandbits(64), counts, shared.repeat)
     question = T.QA_QUESTION.format(query=qa.query)
-    return Drawn(question, list(qa.answers), plan, {"qa_index": index % len(hay.qas)})
+    # what eval traces locate: the supporting sentences where the source names
+    # them (HotpotQA), else the gold documents themselves
+    evidence = list(qa.evidence) or [hay.docs[d] for d in gold]
+    extra = {"qa_index": index % len(hay.qas), "evidence": evidence}
+    return Drawn(question, list(qa.answers), plan, extra)

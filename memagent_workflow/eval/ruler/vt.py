@@ -34,4 +34,5 @@ def vt_sample(
     pieces = shared.cyclic("noise", [T.NOISE_SENTENCE], "\n", "built-in")
     plan = InsertPlan(pieces, statements, depths, "\n", shared.counter)
     question = T.VT_QUESTION.format(query=first_value)
-    return Drawn(question, names[: hops + 1], plan, {"value": first_value})
+    extra = {"value": first_value, "evidence": statements[: hops + 1]}  # the chain
+    return Drawn(question, names[: hops + 1], plan, extra)

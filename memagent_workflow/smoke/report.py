@@ -1,0 +1,174 @@
+"""What the smoke measured: the phase table, the rates the step model takes
+(``preflight.rates``: the JSON's ``rates`` section is what ``examples/
+preflight.py --measured`` reads), and each role's peak GPU memory beside the
+preflight's estimate.
+
+Rates are taken from the second training step (the first pays for warm-up:
+kernels compiled, caches filled): its trained tokens (``steps.jsonl``'s
+``tokens`` less ``tokens_skipped``) over its ``actor step`` and ``logprob
+pass`` (else ``ref logprob pass``) per actor GPU, and its ``weight update``;
+prefill and decode are the servers' bench (`bench`), averaged over servers. A
+rate whose phase did not run is ``null``, never a stand-in number.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memagent_workflow.smoke.events import Event
+
+RATE_STEP = 2
+
+
+@dataclass
+class Memory:
+    """One role's measured peak and the preflight's estimate (bytes)."""
+
+    role: str
+    peak: int | None
+    estimate: dict[str, int] = field(default_factory=dict)
+
+
+def phase_rows(events: list[Event]) -> list[dict[str, Any]]:
+    """One row per finished phase run, in the order they ran."""
+    repeats: dict[tuple[str, str], int] = {}
+    for e in events:
+        if e.event == "end":
+            repeats[(e.run, e.phase)] = max(repeats.get((e.run, e.phase), 0), e.n)
+    rows = []
+    for e in events:
+        if e.event != "end":
+            continue
+        label = e.phase
+        if e.phase == "rollout" and e.n == 1:
+            label = "first rollout"
+        elif repeats[(e.run, e.phase)] > 1:
+            label = f"{e.phase} (step {e.n})"
+        rows.append({"run": e.run, "phase": label, "n": e.n, "seconds": e.seconds})
+    return rows
+
+
+def seconds_of(
+    events: list[Event], phase: str, n: int, run: str = "train"
+) -> float | None:
+    for e in events:
+        if (e.run, e.phase, e.event, e.n) == (run, phase, "end", n):
+            return e.seconds
+    return None
+
+
+def servers_of(events: list[Event]) -> list[dict[str, Any]]:
+    for e in events:
+        if e.phase == "server bench" and e.event == "end":
+            return list(e.detail.get("servers", []))
+    return []
+
+
+def step_line(steps_path: Path, step: int = RATE_STEP) -> dict[str, Any] | None:
+    try:
+        lines = steps_path.read_text().splitlines()
+    except FileNotFoundError:
+        return None
+    found = [json.loads(line) for line in lines if line.strip()]
+    return next((s for s in found if s.get("step") == step), None)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _per(numer: float | None, denom: float | None) -> float | None:
+    if numer is None or not denom:
+        return None
+    return numer / denom
+
+
+def rates_of(
+    events: list[Event], steps_path: Path, actor_gpus: int, context: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``rates`` section (``None`` where its phase did not run)."""
+    servers = servers_of(events)
+    line = step_line(steps_path)
+    tokens = rows = None
+    if line is not None:
+        tokens = (line.get("tokens") or 0) - (line.get("tokens_skipped") or 0)
+        rows = line.get("rows")
+    gpus = max(1, actor_gpus)
+    logp = seconds_of(events, "logprob pass", RATE_STEP)
+    if logp is None:
+        logp = seconds_of(events, "ref logprob pass", RATE_STEP)
+    train = seconds_of(events, "actor step", RATE_STEP)
+    return {
+        "decode_tokens_per_s": _mean([s["decode_tokens_per_s"] for s in servers]),
+        "prefill_tokens_per_s": _mean([s["prefill_tokens_per_s"] for s in servers]),
+        "actor_train_tokens_per_s": _per(tokens, train and train * gpus),
+        "actor_logp_tokens_per_s": _per(tokens, logp and logp * gpus),
+        "weight_update_s": seconds_of(events, "weight update", RATE_STEP),
+        "decode_batch": servers[0]["turns"] if servers else None,
+        "prompt_tokens": servers[0]["prompt_tokens"] if servers else None,
+        "row_tokens": _per(tokens, rows),
+        **context,
+    }
+
+
+def _gib(value: int | None) -> str:
+    return "n/a" if value is None else f"{value / 2**30:.1f} GiB"
+
+
+def _num(value: float | None, unit: str) -> str:
+    if value is None:
+        return "not measured"
+    return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
+
+
+RATE_UNITS = {
+    "decode_tokens_per_s": "tokens/s per request",
+    "prefill_tokens_per_s": "tokens/s per server",
+    "actor_train_tokens_per_s": "tokens/s per actor GPU (update)",
+    "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
+    "weight_update_s": "s per weight update",
+}
+
+
+def table(
+    rows: list[dict[str, Any]],
+    rates: dict[str, Any],
+    memory: list[Memory],
+    failure: dict[str, str] | None,
+) -> str:
+    """The phase table, the rates and the memory, as the terminal shows them."""
+    width = max([len(r["phase"]) for r in rows] + [len("phase")])
+    lines = [
+        f"{'phase'.ljust(width)} | run    | seconds",
+        f"{'-' * width}-+--------+--------",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['phase'].ljust(width)} | {r['run'].ljust(6)} | {r['seconds']:8.1f}"
+        )
+    if failure is not None:
+        lines.append(f"{failure['phase'].ljust(width)} | FAILED | {failure['cause']}")
+    lines.append("")
+    for key, unit in RATE_UNITS.items():
+        lines.append(f"{key}: {_num(rates.get(key), unit)}")
+    if rates.get("decode_batch"):
+        lines.append(
+            f"  (bench: {rates['decode_batch']} turns at once per server, prompts "
+            f"of {rates['prompt_tokens']} tokens)"
+        )
+    for m in memory:
+        est = ", ".join(f"{k} {_gib(v)}" for k, v in m.estimate.items()) or "none"
+        lines.append(f"peak GPU memory, {m.role}: {_gib(m.peak)} (preflight: {est})")
+    if not memory:
+        lines.append("peak GPU memory: not measured (no nvidia-smi: no GPU)")
+    return "\n".join(lines)
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """The report, written whole (a temporary file renamed)."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    tmp.replace(path)

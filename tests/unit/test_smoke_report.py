@@ -1,0 +1,205 @@
+"""What the smoke makes of its phase events: the table's rows, the rates of its
+second step (``null`` where a phase did not run, never a constant), a JSON the
+preflight's ``--measured`` reads as it is, and the launch it runs (every
+section under the smoke's trial name, a key given twice given once)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+
+import pytest
+
+from memagent_workflow.preflight.rates import read_measured
+from memagent_workflow.smoke import plan, report
+from memagent_workflow.smoke.events import EventLog, read_events
+from tests.unit.preflight_fakes import load
+
+
+def write_events(path, phases):
+    """``(run, phase, seconds, detail)`` in order, as children write them."""
+    lines, t, counts = [], 1000.0, {}
+    for run, phase, seconds, detail in phases:
+        n = counts[(run, phase)] = counts.get((run, phase), 0) + 1
+        lines.append({"run": run, "phase": phase, "event": "start", "t": t, "n": n})
+        t += seconds
+        end = {"run": run, "phase": phase, "event": "end", "t": t, "n": n}
+        lines.append({**end, "seconds": seconds, **detail})
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return read_events(path)
+
+
+BENCH = {
+    "servers": [
+        {"server": "a", "turns": 64, "prompt_tokens": 6000, "new_tokens": 1024,
+         "prefill_tokens_per_s": 30000.0, "decode_tokens_per_s": 40.0},
+        {"server": "b", "turns": 64, "prompt_tokens": 6000, "new_tokens": 1024,
+         "prefill_tokens_per_s": 10000.0, "decode_tokens_per_s": 20.0},
+    ]
+}  # fmt: skip
+STEP = [
+    ("train", "rollout", 50.0, {}),
+    ("train", "logprob pass", 4.0, {}),
+    ("train", "actor step", 10.0, {}),
+    ("train", "weight update", 6.0, {}),
+]
+
+
+@pytest.fixture
+def steps(tmp_path):
+    path = tmp_path / "steps.jsonl"
+    lines = [
+        {"step": 1, "tokens": 999, "tokens_skipped": 0, "rows": 3},
+        {"step": 2, "tokens": 96000, "tokens_skipped": 16000, "rows": 10},
+    ]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
+    events = write_events(
+        tmp_path / "e.jsonl",
+        [("train", "server bench", 9.0, BENCH), *STEP, *STEP],
+    )
+    rates = report.rates_of(events, steps, actor_gpus=4, context={"model": "m"})
+    assert rates["decode_tokens_per_s"] == 30.0  # the servers' mean
+    assert rates["prefill_tokens_per_s"] == 20000.0
+    # 80,000 trained tokens (96,000 less 16,000 skipped) on 4 GPUs
+    assert rates["actor_train_tokens_per_s"] == 80000 / (10.0 * 4)
+    assert rates["actor_logp_tokens_per_s"] == 80000 / (4.0 * 4)
+    assert rates["weight_update_s"] == 6.0
+    assert rates["row_tokens"] == 8000 and rates["decode_batch"] == 64
+    assert rates["model"] == "m"
+
+
+def test_a_phase_that_did_not_run_leaves_its_rate_null(tmp_path, steps):
+    events = write_events(tmp_path / "e.jsonl", STEP)  # one step, no bench
+    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    assert {k: rates[k] for k in report.RATE_UNITS} == dict.fromkeys(report.RATE_UNITS)
+    text = report.table(report.phase_rows(events), rates, [], None)
+    assert all(f"{k}: not measured" in text for k in report.RATE_UNITS)
+
+
+def test_the_reference_pass_stands_for_the_logprob_rate_without_a_proximal_one(
+    tmp_path, steps
+):
+    step = [s for s in STEP if s[1] != "logprob pass"] + [
+        ("train", "ref logprob pass", 5.0, {})
+    ]
+    events = write_events(tmp_path / "e.jsonl", [*step, *step])
+    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    assert rates["actor_logp_tokens_per_s"] == 80000 / 5.0
+
+
+def test_rows_label_the_first_rollout_and_number_repeated_phases(tmp_path):
+    events = write_events(
+        tmp_path / "e.jsonl",
+        [("smoke", "model", 0.1, {}), *STEP, *STEP, ("resume", "resume", 30.0, {})],
+    )
+    labels = [(r["run"], r["phase"]) for r in report.phase_rows(events)]
+    assert labels[:3] == [
+        ("smoke", "model"), ("train", "first rollout"), ("train", "logprob pass (step 1)")
+    ]  # fmt: skip
+    assert ("train", "rollout (step 2)") in labels and labels[-1] == (
+        "resume",
+        "resume",
+    )
+
+
+def test_the_smokes_json_is_what_the_preflight_reads(tmp_path, steps):
+    events = write_events(
+        tmp_path / "e.jsonl", [("train", "server bench", 9.0, BENCH), *STEP, *STEP]
+    )
+    context = {"model": "Qwen/Qwen2.5-7B-Instruct", "device": "H100", "at": "now"}
+    rates = report.rates_of(events, steps, actor_gpus=4, context=context)
+    path = tmp_path / "smoke.json"
+    report.write_json(path, {"phases": report.phase_rows(events), "rates": rates})
+    measured = read_measured(path)
+    assert measured.rates == {k: rates[k] for k in report.RATE_UNITS}
+    assert "H100" in measured.label and str(path) in measured.label
+
+
+def test_the_event_log_of_a_child_is_one_per_process(tmp_path, monkeypatch):
+    """A phase the child's entry opens, its trainer closes."""
+    import memagent_workflow.smoke.events as events_module
+
+    monkeypatch.setattr(events_module, "_OWN", None)
+    monkeypatch.setenv("MEMAGENT_SMOKE_EVENTS", str(tmp_path / "e.jsonl"))
+    monkeypatch.setenv("MEMAGENT_SMOKE_RUN", "resume")
+    EventLog.from_env().start("resume")
+    EventLog.from_env().end("resume", resumed_after_step=2)
+    (start, end) = read_events(tmp_path / "e.jsonl")
+    assert (start.event, end.event, end.detail) == (
+        "start", "end", {"resumed_after_step": 2}
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def gpu_config():
+    return load("config.yaml", "scheduler.type=local", "trial_name=run7")
+
+
+def test_every_section_runs_under_the_smokes_trial(gpu_config):
+    overrides = plan.train_overrides(gpu_config, groups=2)
+    smoke = load("config.yaml", "scheduler.type=local", *overrides)
+    assert smoke.trial_name == "run7-smoke"
+    for section in plan.TRIAL_SECTIONS:
+        if getattr(smoke, section, None) is not None:
+            assert getattr(smoke, section).trial_name == "run7-smoke", section
+    assert (smoke.total_train_steps, smoke.train_dataset.batch_size) == (2, 2)
+    assert smoke.memagent.group_size == 2 and smoke.memagent.max_chunks == 2
+    assert smoke.valid_dataset is None and smoke.recover.mode == "auto"
+    # the launch itself is unchanged
+    assert smoke.rollout.backend == gpu_config.rollout.backend
+    assert smoke.actor.weight_update_mode == gpu_config.actor.weight_update_mode
+
+
+def test_a_key_given_twice_is_given_once_the_later_value(gpu_config):
+    argv = ["--config", "config.yaml", "total_train_steps=9", "scheduler.type=local"]
+    found = plan.merged(argv, ["total_train_steps=2"])
+    assert found == [
+        "--config",
+        "config.yaml",
+        "scheduler.type=local",
+        "total_train_steps=2",
+    ]
+
+
+def test_an_unknown_phase_deadline_is_refused(gpu_config):
+    with pytest.raises(ValueError, match="--deadline engine: no such phase"):
+        plan.deadlines(gpu_config, {"engine": 5.0})
+    found = plan.deadlines(gpu_config, {"engine start": 5.0})
+    assert found["engine start"] == 5.0
+    assert found["model load"] == gpu_config.rollout.setup_timeout  # 1800 s
+
+
+def test_a_new_smoke_removes_only_the_previous_smokes_files(tmp_path):
+    from areal.utils import name_resolve, names
+
+    cfg = load(
+        "config_cpu.yaml",
+        f"cluster.fileroot={tmp_path / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={tmp_path / 'nr'}",
+    )
+    user = getpass.getuser()
+    for trial in ("trial0", "trial0-smoke", "trial0-smoke-eval"):
+        for kind in ("logs", "checkpoints"):
+            folder = tmp_path / "areal" / kind / user / "memagent-cpu" / trial
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "kept.txt").write_text(trial)
+        name_resolve.reconfigure(cfg.cluster.name_resolve)
+        key = f"{names.trial_root('memagent-cpu', trial)}/server"
+        name_resolve.add(key, trial, replace=True)
+    plan.clear_previous(cfg)
+    left = sorted(
+        str(p.relative_to(tmp_path / "areal")) for p in tmp_path.rglob("kept.txt")
+    )
+    assert left == [
+        f"checkpoints/{user}/memagent-cpu/trial0/kept.txt",
+        f"logs/{user}/memagent-cpu/trial0/kept.txt",
+    ]
+    assert name_resolve.get(f"{names.trial_root('memagent-cpu', 'trial0')}/server") == (
+        "trial0"
+    )
+    with pytest.raises(name_resolve.NameEntryNotFoundError):
+        name_resolve.get(f"{names.trial_root('memagent-cpu', 'trial0-smoke')}/server")
