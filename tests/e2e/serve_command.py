@@ -50,7 +50,11 @@ class Service:
                 ["bash", "-c", f"exec {cmd}"], cwd=REPO, env=env, stdout=out,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
-        self.base_url = self.wait_ready()
+        try:
+            self.base_url = self.wait_ready()
+        except BaseException:
+            self.stop()  # a service that did not start is not left running
+            raise
 
     def text(self) -> str:
         return self.log.read_text(errors="replace")

@@ -87,10 +87,10 @@ def under(mod: str, packages) -> bool:
 def test_the_algorithm_imports_none_of_the_folders_around_it():
     """The package map: the top-level modules (the algorithm, on data/'s row
     schema) import none of the trainer extensions, recovery, plumbing, eval,
-    preflight or the service, which build on them."""
+    preflight, the service or the smoke, which build on them."""
     graph = import_graph()
     folders = [f"memagent_workflow.{f}" for f in ("trainer", "recovery", "infra")]
-    folders += [f"memagent_workflow.{f}" for f in ("eval", "preflight", "serve")]
+    folders += [f"memagent_workflow.{f}" for f in ("eval", "preflight", "serve", "smoke")]
     folders.append("memagent_workflow.areal_internals")
     around = (*folders, "memagent_workflow.data")
     top = [

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.auth import check_authorization, check_bind, is_loopback
@@ -236,3 +238,59 @@ async def test_a_cancelled_episode_frees_its_slot():
     await asyncio.gather(task, return_exceptions=True)
     async with adm.slot():  # would be 429 (no queue) were the slot still held
         assert adm.running == 1
+
+
+JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+FIELDS = st.sampled_from(
+    [
+        "model",
+        "messages",
+        "n",
+        "stream",
+        "stream_options",
+        "memagent",
+        "temperature",
+        "top_p",
+    ]
+)
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "system", "tool", "x"]) | JSON},
+    optional={"content": st.text(max_size=8) | JSON},
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    body=st.fixed_dictionaries(
+        {
+            "model": st.just(MODEL) | JSON,
+            "messages": st.lists(MESSAGE, max_size=4) | JSON,
+        },
+        optional={"x": JSON},
+    ).flatmap(
+        lambda base: st.dictionaries(FIELDS, JSON, max_size=3).map(
+            lambda extra: {**base, **extra}
+        )
+    )
+    | JSON
+)
+def test_any_body_is_read_or_refused_in_openais_error_body(body):
+    # whatever a caller sends: a request, or a 4xx naming the field; never
+    # another exception (a 500 from the service)
+    try:
+        req = parse_chat_request(body, MODEL)
+    except ServeError as err:
+        assert err.status in (400, 404) and err.body()["error"]["message"]
+    else:
+        assert req.question.strip() and req.document.strip()

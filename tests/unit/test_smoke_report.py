@@ -173,23 +173,27 @@ def test_an_unknown_phase_deadline_is_refused(gpu_config):
     assert found["model load"] == gpu_config.rollout.setup_timeout  # 1800 s
 
 
-def test_a_new_smoke_removes_only_the_previous_smokes_files(tmp_path):
+def test_a_new_smoke_removes_only_the_previous_smokes_files(tmp_path, monkeypatch):
     from areal.utils import name_resolve, names
 
+    for attr in ("DEFAULT_REPOSITORY", "add", "add_subentry", "delete",
+                 "clear_subtree", "get", "get_subtree", "find_subtree", "wait",
+                 "reset", "watch_names"):  # fmt: skip
+        monkeypatch.setattr(name_resolve, attr, getattr(name_resolve, attr))
     cfg = load(
         "config_cpu.yaml",
         f"cluster.fileroot={tmp_path / 'areal'}",
         f"cluster.name_resolve.nfs_record_root={tmp_path / 'nr'}",
     )
     user = getpass.getuser()
+    name_resolve.reconfigure(cfg.cluster.name_resolve)
     for trial in ("trial0", "trial0-smoke", "trial0-smoke-eval"):
         for kind in ("logs", "checkpoints"):
             folder = tmp_path / "areal" / kind / user / "memagent-cpu" / trial
             folder.mkdir(parents=True, exist_ok=True)
             (folder / "kept.txt").write_text(trial)
-        name_resolve.reconfigure(cfg.cluster.name_resolve)
         key = f"{names.trial_root('memagent-cpu', trial)}/server"
-        name_resolve.add(key, trial, replace=True)
+        name_resolve.add(key, trial, delete_on_exit=False, replace=True)
     plan.clear_previous(cfg)
     left = sorted(
         str(p.relative_to(tmp_path / "areal")) for p in tmp_path.rglob("kept.txt")
