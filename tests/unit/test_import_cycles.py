@@ -90,7 +90,9 @@ def test_the_algorithm_imports_none_of_the_folders_around_it():
     preflight, the service or the smoke, which build on them."""
     graph = import_graph()
     folders = [f"memagent_workflow.{f}" for f in ("trainer", "recovery", "infra")]
-    folders += [f"memagent_workflow.{f}" for f in ("eval", "preflight", "serve", "smoke")]
+    folders += [
+        f"memagent_workflow.{f}" for f in ("eval", "preflight", "serve", "smoke")
+    ]
     folders.append("memagent_workflow.areal_internals")
     around = (*folders, "memagent_workflow.data")
     top = [
