@@ -19,11 +19,9 @@ phase passed. Without a GPU: docs/smoke.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,22 +133,6 @@ def child(run: str, argv: list[str], entries_of: Callable[[], Entries]) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def no_config_copy() -> Iterator[None]:
-    """AReaL's loader copies the config into its trial's log folder, on rank 0
-    only (``load_expr_config``): the smoke reads the real trial's config as
-    rank 1, so that nothing of the real trial is written."""
-    saved = os.environ.get("RANK")
-    os.environ["RANK"] = "1"
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("RANK", None)
-        else:
-            os.environ["RANK"] = saved
-
-
 def main(argv: list[str], entries: Callable[[], Entries] = product_entries) -> int:
     """The smoke (0: every phase passed), or one of its children; ``entries``
     gives the launch's classes (default: the product's, a GPU cluster's)."""
@@ -158,7 +140,7 @@ def main(argv: list[str], entries: Callable[[], Entries] = product_entries) -> i
     if args.child:
         return child(args.child, rest, entries)
     from memagent_workflow.infra.paths import load_entry_config
-    from memagent_workflow.smoke.plan import deadlines
+    from memagent_workflow.smoke.plan import deadlines, no_config_copy
     from memagent_workflow.smoke.run import Smoke
 
     found = entries()

@@ -13,7 +13,10 @@ checkpoints, logs and name-resolve entries; never another trial's).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,23 @@ PHASES = (
     "rollout", "ref logprob pass", "logprob pass", "actor step", "weight update",
     "save", "recover checkpoint", "resume", "resumed step", "eval",
 )  # fmt: skip
+
+
+@contextlib.contextmanager
+def no_config_copy() -> Iterator[None]:
+    """AReaL's loader copies the config into its trial's log folder, on rank 0
+    only (``load_expr_config``): the smoke reads the launch's configs (the
+    training's, the eval's) as rank 1, so that nothing of their trials is
+    written."""
+    saved = os.environ.get("RANK")
+    os.environ["RANK"] = "1"
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("RANK", None)
+        else:
+            os.environ["RANK"] = saved
 
 
 def smoke_trial(config: Any) -> str:

@@ -178,7 +178,8 @@ class Smoke:
 
     def eval_argv(self) -> list[str]:
         path = self.args.eval_config or self.entries.eval_config
-        eval_config = self.entries.eval_loader(["--config", path])
+        with plan.no_config_copy():
+            eval_config = self.entries.eval_loader(["--config", path])
         n = self.args.eval_samples
         return plan.merged(
             launch.eval_argv(self.config, path, eval_config, self.dir, n),
