@@ -144,7 +144,7 @@ def main(argv: list[str], entries: Callable[[], Entries] = product_entries) -> i
     from memagent_workflow.smoke.run import Smoke
 
     found = entries()
-    # A stand-in config stops here, naming python -m standin.smoke.
+    # A config made for another entry stops here, naming that entry.
     with no_config_copy():
         config = load_entry_config(rest, found.train_config_cls, __file__)
     try:
