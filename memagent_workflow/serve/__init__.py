@@ -2,7 +2,8 @@
 (``examples/serve.py``; docs/serve.md).
 
     config      the ``serve:`` section (address, episodes at once, queue, limits)
-    shapes      OpenAI's request, reply, streamed events and error body
+    shapes      OpenAI's request read into question and document; the error body
+    reply       OpenAI's reply and streamed events
     auth        loopback by default; elsewhere only with an API key (Bearer)
     limits      body, document, chunks and question limits, refused naming them
     admission   the cap on episodes in flight and the bounded queue (429)

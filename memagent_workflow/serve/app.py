@@ -27,17 +27,19 @@ from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.auth import check_authorization
 from memagent_workflow.serve.episode import EpisodeRunner
 from memagent_workflow.serve.limits import Limits
-from memagent_workflow.serve.shapes import (
-    ChatRequest,
-    ServeError,
+from memagent_workflow.serve.reply import (
     answer_pieces,
-    bad_request,
     chunk,
     completion,
     new_id,
-    parse_chat_request,
     sse,
     usage,
+)
+from memagent_workflow.serve.shapes import (
+    ChatRequest,
+    ServeError,
+    bad_request,
+    parse_chat_request,
 )
 
 logger = logging.getLogger("MemAgentServe")

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.auth import check_authorization, check_bind, is_loopback
 from memagent_workflow.serve.engine import cause, engine_failure
-from memagent_workflow.serve.shapes import ServeError, answer_pieces, parse_chat_request
+from memagent_workflow.serve.reply import answer_pieces
+from memagent_workflow.serve.shapes import ServeError, parse_chat_request
 
 MODEL = "memagent"
 
