@@ -25,9 +25,9 @@ from typing import Any
 
 from areal.api import ModelRequest
 
-REPEATS = 3
-
 from memagent_workflow.infra.engines import engine_class, rollout_backend
+
+REPEATS = 3
 
 
 def prompts(vocab: list[int], count: int, length: int, rng: random.Random):
