@@ -7,9 +7,13 @@ server, as far as its KV cache holds them), each a different prompt of
 at ``memagent.*``'s budgets; different prompts, so no prefix cache helps):
 first with one new token each (the time is the prefill of all of them), then
 with ``new_tokens`` each, EOS ignored (the rest of the time is their decode).
-One untimed round first takes what a server does once (allocations, graph
-capture, lazy loading) out of the figures; each timing is then the fastest of
-``REPEATS`` rounds, so a moment of load on the host does not make the rates.
+A turn of few new tokens decodes in less time than the prefill's own spread, so
+the decode round generates at least ``DECODE_MIN`` tokens (as far as
+``gconfig.max_tokens`` leaves room; AReaL's client caps them there), and the
+rate counts the tokens after the first. One untimed round first takes what a
+server does once (allocations, graph capture, lazy loading) out of the figures;
+each timing is the fastest of ``REPEATS`` rounds, so a moment of load on the
+host does not make the rates.
 Prefill is counted per server, all turns together; decode per request, as the
 step model counts them (``preflight.rates``).
 """
@@ -28,6 +32,7 @@ from areal.api import ModelRequest
 from memagent_workflow.infra.engines import engine_class, rollout_backend
 
 REPEATS = 3
+DECODE_MIN = 32
 
 
 def prompts(vocab: list[int], count: int, length: int, rng: random.Random):
@@ -61,7 +66,10 @@ async def _bench_one(
 ) -> dict[str, float]:  # fmt: skip
     one = config.gconfig.new(n_samples=1, max_new_tokens=1, min_new_tokens=0)
     full = config.gconfig.new(
-        n_samples=1, max_new_tokens=new_tokens, min_new_tokens=0, ignore_eos=True
+        n_samples=1,
+        max_new_tokens=max(new_tokens, DECODE_MIN),
+        min_new_tokens=0,
+        ignore_eos=True,
     )
     await _timed(engine, prompts(vocab, turns, prompt_tokens, rng), one)
     prefill_s = total_s = float("inf")
@@ -72,19 +80,22 @@ async def _bench_one(
         seconds, out = await _timed(engine, batch, full)
         total_s = min(total_s, seconds)
     decode_s = total_s - prefill_s
-    if decode_s <= 0 or out == 0:
+    decoded = out / turns - 1  # per request, after the first (the prefill's)
+    if decode_s <= 0 or decoded <= 0:
         raise RuntimeError(
-            f"server bench: decoding {turns} x {new_tokens} tokens took no time "
-            f"beyond the prefill ({total_s:.3f} s vs {prefill_s:.3f} s, {out} tokens)"
+            f"server bench: {turns} requests decoding {out // turns} tokens each "
+            f"took no time beyond their prefill ({total_s:.3f} s vs "
+            f"{prefill_s:.3f} s): no decode rate can be read from this server"
         )
     return {
         "turns": turns,
         "prompt_tokens": prompt_tokens,
-        "new_tokens": out / turns,
+        "new_tokens": new_tokens,
+        "decode_tokens": out / turns,
         "prefill_s": prefill_s,
         "decode_s": decode_s,
         "prefill_tokens_per_s": turns * prompt_tokens / prefill_s,
-        "decode_tokens_per_s": out / turns / decode_s,
+        "decode_tokens_per_s": decoded / decode_s,
     }
 
 
