@@ -1,6 +1,6 @@
 """The smoke as docs/smoke.md writes it: its CPU twin from a fresh clone
-(``uv run python`` = this interpreter), and a smoke whose model path does not
-exist.
+(``uv run python`` = this interpreter), a smoke whose model path does not
+exist, and one whose engine cannot start.
 
 The CPU twin runs the CPU main job's launch (AReaL's single controller, its
 actor and rollout workers, the stand-in where SGLang would be) through every
@@ -33,6 +33,7 @@ from tests.e2e.launch_runs import ROOT, fresh_clone, worker_env
 DOC = ROOT / "docs" / "smoke.md"
 CPU = "uv run python -m standin.smoke "
 MISSING = "uv run python examples/smoke.py "
+NO_ENGINE = "uv run python -m standin.smoke --config config_cpu.yaml sglang.model_path="
 MARK_ENV = "MEMAGENT_TEST_MARK"  # every process the command starts inherits it
 PHASES = {
     "model", "preflight", "launch", "model load", "engine start", "server bench",
@@ -208,4 +209,21 @@ def test_a_missing_model_stops_the_smoke_at_the_model_phase(tmp_path):
     assert row in out and "smoke: FAILED in model" in out
     sample = re.search(r"```text\n(phase \| run .*?)```", DOC.read_text(), re.S)[1]
     assert sample.splitlines()[-1] in out
+    assert left_running(done.mark) == []
+
+
+def test_an_engine_that_cannot_start_stops_the_smoke_at_engine_start(
+    needle_model_dir, tmp_path_factory
+):
+    clone = fresh_clone(tmp_path_factory.mktemp("no_engine"), needle_model_dir)
+    line = doc_line(NO_ENGINE)
+    empty = Path(line.rsplit("=", 1)[1])
+    empty.mkdir(parents=True, exist_ok=True)  # the docs' `mkdir -p`
+    done = run_doc(line, clone, clone)
+    out = done.proc.stdout
+    assert done.proc.returncode == 1, out[-3000:] + done.proc.stderr[-3000:]
+    assert "engine start | FAILED | RuntimeError: the stand-in server exited" in out
+    assert out.rstrip().splitlines()[-1].startswith("smoke: FAILED in engine start")
+    train_log = (logs(done) / "smoke" / "train.log").read_text()
+    assert f"--model-path {empty}: no config.json there" in train_log
     assert left_running(done.mark) == []
