@@ -31,7 +31,7 @@ import pytest
 from tests.e2e.launch_runs import ROOT, fresh_clone, worker_env
 
 DOC = ROOT / "docs" / "smoke.md"
-CPU = "uv run python -m standin.smoke "
+CPU = "uv run python -m standin.smoke --config config_cpu.yaml$"
 MISSING = "uv run python examples/smoke.py "
 NO_ENGINE = "uv run python -m standin.smoke --config config_cpu.yaml sglang.model_path="
 MARK_ENV = "MEMAGENT_TEST_MARK"  # every process the command starts inherits it
@@ -44,11 +44,14 @@ PHASES = {
 
 
 def doc_line(prefix: str) -> str:
+    """The docs' one command that starts with ``prefix`` (``$`` at its end: that
+    is the whole command)."""
+    whole = prefix.endswith("$")
     (line,) = [
         ln.strip()
         for block in re.findall(r"```bash\n(.*?)```", DOC.read_text(), re.S)
         for ln in block.splitlines()
-        if ln.startswith(prefix)
+        if (ln.strip() == prefix[:-1] if whole else ln.startswith(prefix))
     ]
     return line
 
