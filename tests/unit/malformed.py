@@ -101,18 +101,25 @@ not_a_string = st.one_of(
 bad_bytes = st.sampled_from([b"\x80", b"\xbf", b"\xc0", b"\xc3", b"\xe2\x82", b"\xff"])
 #: Field names the readers do not know (extra fields are ignored, never refused).
 extra_name = st.text("abcdefgh_", min_size=1, max_size=6).map(lambda s: "x_" + s)
-json_value = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=True)
-    | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(st.text(max_size=4), inner, max_size=3)
-    ),
-    max_leaves=6,
-)
+
+
+def json_values(*, allow_nan: bool, key_size: int, max_leaves: int):
+    """Any JSON-shaped value: scalars, lists and objects nested a little."""
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=allow_nan)
+        | st.text(max_size=8),
+        lambda inner: (
+            st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(max_size=key_size), inner, max_size=3)
+        ),
+        max_leaves=max_leaves,
+    )
+
+
+json_value = json_values(allow_nan=True, key_size=4, max_leaves=6)
 extras = st.dictionaries(extra_name, json_value, max_size=2)
 
 HUGE_INT = "1" + "0" * 5000  # past Python's 4300-digit limit for int("...")
