@@ -211,7 +211,9 @@ def single_controller(config: StandinGRPOConfig | StandinEvalConfig) -> Iterator
             parents=True, exist_ok=True
         )
     with contextlib.ExitStack() as stack:
-        if config.scheduler.type == "ray":
+        if config.scheduler.type == "ray" and config.cluster.n_nodes > 1:
+            stack.enter_context(ray_cluster(config.cluster.n_nodes))
+        elif config.scheduler.type == "ray":
             stack.enter_context(local_ray(config.standin.ray_num_cpus))
         yield
 
@@ -237,6 +239,36 @@ def local_ray(num_cpus: int) -> Iterator[None]:
         finally:
             ray.shutdown()
             logger.info("stopped the local Ray instance")
+
+
+@contextlib.contextmanager
+def ray_cluster(n_nodes: int) -> Iterator[None]:
+    """The running Ray cluster of ``n_nodes`` (or more) alive nodes, joined.
+
+    On this machine ``python -m standin.ray_nodes --nodes 2`` starts one; on a
+    cluster, ``ray start`` on every node (docs/multi-node.md).
+    """
+    import ray
+
+    try:
+        ray.init(address="auto", include_dashboard=False)
+    except ConnectionError as exc:
+        raise RuntimeError(
+            f"cluster.n_nodes={n_nodes} joins a running Ray cluster, and none "
+            f"answers ({exc}): start one first (on this machine: "
+            f"python -m standin.ray_nodes --nodes {n_nodes})"
+        ) from None
+    try:
+        alive = [n for n in ray.nodes() if n["Alive"]]
+        if len(alive) < n_nodes:
+            raise RuntimeError(
+                f"cluster.n_nodes={n_nodes}, but the Ray cluster has "
+                f"{len(alive)} alive node(s): start the missing ones first"
+            )
+        logger.info(f"joined a Ray cluster of {len(alive)} nodes")
+        yield
+    finally:
+        ray.shutdown()  # disconnects; the cluster keeps running
 
 
 @contextlib.contextmanager

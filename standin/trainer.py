@@ -35,9 +35,9 @@ from areal.api.cli_args import (
     SchedulingStrategyType,
 )
 from areal.api.io_struct import get_versioned_lora_name
-from areal.infra import RayScheduler
 from areal.utils.environ import is_single_controller
 
+from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
@@ -82,7 +82,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
         # on a loaded 2-core machine; the rest is the product's choice of
         # scheduler (ports unique per run, see memagent_workflow.infra.scheduler).
-        kinds = {"local": MemAgentLocalScheduler, "ray": RayScheduler}
+        kinds = {"local": MemAgentLocalScheduler, "ray": MemAgentRayScheduler}
         if self.config.scheduler.type not in kinds:
             return super()._init_scheduler()
         return kinds[self.config.scheduler.type](

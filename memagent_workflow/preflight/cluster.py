@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from memagent_workflow.infra.ray_cluster import RAY_OVER_HTTP
+from memagent_workflow.preflight.placement import Bundle, place
 from memagent_workflow.preflight.probes import RayNode
 from memagent_workflow.preflight.verdict import Check, fail, not_applicable, ok
 
@@ -60,6 +61,47 @@ def node_need(run: Run) -> NodeNeed:
         spec = run.config.actor.scheduling_spec[0]
         return NodeNeed(workers, workers * spec.cpu, 0, workers * spec.mem * 2**30)
     return NodeNeed(gpus, gpus * cpu, gpus, gpus * mem * 2**30)
+
+
+def cpu_bundles(run: Run) -> list[Bundle]:
+    """A bundle per CPU worker with a process of its own (forks cost nothing)."""
+    lay, cfg = run.layout, run.config
+    roles = [("rollout", lay.rollout_servers)]
+    if not run.is_eval:
+        roles.append(("actor", max(1, lay.actor_gpus)))
+    bundles = []
+    for role, count in roles:
+        spec = (getattr(cfg, role).scheduling_spec or cfg.actor.scheduling_spec)[0]
+        bundles += [
+            Bundle(f"{role}/{i}", spec.cpu, spec.mem * 2**30) for i in range(count)
+        ]
+    return bundles
+
+
+def check_cpu_placement(run: Run, nodes: list[RayNode]) -> Check:
+    """Whether the CPU workers' bundles fit the nodes, and where they would go."""
+    name, bundles = "cluster and placement", cpu_bundles(run)
+    listed = "; ".join(
+        f"{n.name}: CPU {n.cpus:g}, memory {n.memory_bytes / 2**30:.1f} GiB"
+        for n in nodes[:8]
+    ) + ("; ..." if len(nodes) > 8 else "")
+    needed = "a bundle per worker: " + ", ".join(b.describe() for b in bundles)
+    placement = place(bundles, nodes)
+    if placement.unplaced is not None:
+        free = "; ".join(
+            f"{node} has CPU {c:g}, memory {m / 2**30:.1f} GiB left"
+            for node, (c, m) in (placement.left or {}).items()
+        )
+        return fail(
+            FAMILY,
+            name,
+            listed,
+            needed,
+            f"{placement.unplaced.describe()} fits on no node ({free}): the "
+            "placement group would wait until the start-up timeout; lower "
+            "actor.scheduling_spec cpu/mem, or give the nodes more",
+        )
+    return ok(FAMILY, name, listed, f"{needed}; placed: {placement.describe()}")
 
 
 def _fits(node: RayNode, need: NodeNeed) -> list[str]:
@@ -151,6 +193,8 @@ def check_ray(run: Run) -> Check:
             )
     if RAY_OVER_HTTP and not any(n.gpus for n in nodes):
         return fail(FAMILY, name, f"no GPU on {len(nodes)} node(s)", needed, HTTP_FIX)
+    if need.gpus == 0:  # CPU workers: a bundle each, packed onto the nodes
+        return check_cpu_placement(run, nodes)
     bad = {n.name: _fits(n, need) for n in nodes}
     bad = {k: v for k, v in bad.items() if v}
     listed = "; ".join(

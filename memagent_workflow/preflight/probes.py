@@ -144,8 +144,8 @@ class RayProbe:
             return RayState(error=f"{address}: {type(exc).__name__}: {exc}")
         try:
             nodes = [
-                RayNode(
-                    n.get("NodeManagerAddress", "?"),
+                RayNode(  # host:raylet port (several nodes may share a host)
+                    f"{n.get('NodeManagerAddress', '?')}:{n.get('NodeManagerPort', '?')}",
                     n["Resources"].get("CPU", 0),
                     n["Resources"].get("GPU", 0),
                     n["Resources"].get("memory", 0),

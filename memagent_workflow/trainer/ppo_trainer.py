@@ -46,6 +46,7 @@ from areal.utils import logging
 from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
+from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler, private_random
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
@@ -226,8 +227,11 @@ class MemAgentPPOTrainer(PPOTrainer):
 
     def _init_scheduler(self) -> Any:
         # Ports unique per run and a bounded worker start (two runs side by side).
+        # Under Ray: each worker's node in the logs, and a lost node stops the run.
         if self.config.scheduler.type == "local":
             return MemAgentLocalScheduler(exp_config=self.config)
+        if self.config.scheduler.type == "ray":
+            return MemAgentRayScheduler(exp_config=self.config)
         return super()._init_scheduler()
 
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:

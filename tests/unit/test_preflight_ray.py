@@ -9,6 +9,8 @@ import pytest
 
 from memagent_workflow.preflight import Verdict
 from memagent_workflow.preflight.cluster import check_ray, node_need
+from memagent_workflow.preflight.placement import Bundle, place
+from memagent_workflow.preflight.probes import RayNode
 from tests.unit.preflight_fakes import (
     GIB,
     FakeHardware,
@@ -119,3 +121,53 @@ def test_placement_group_scheduler_is_not_refused_for_want_of_gpus(monkeypatch):
     check = check_ray(run_of(one, hardware=FakeHardware(gpus(0))))
     assert "GPU 0 < 8" in check.fix and "GPU clusters only" not in check.fix
     assert "bundle per role" not in check.needed
+
+
+# The CPU main job on two Ray nodes (docs/multi-node.md): one actor and one
+# rollout worker, each asking Ray for CPU 1 and 2 GiB (config_cpu.yaml's spec).
+TWO_NODES = ("scheduler.type=ray", "cluster.n_nodes=2")
+
+
+def cpu_node(port: int, cpus: float, memory_gib: float) -> RayNode:
+    return RayNode(f"192.0.2.2:{port}", cpus, 0, memory_gib * GIB)
+
+
+def test_cpu_workers_are_placed_one_per_node_when_a_node_holds_one():
+    run = run_of(
+        load("config_cpu.yaml", *TWO_NODES),
+        ray=FakeRay(nodes=[cpu_node(1, 1, 3), cpu_node(2, 1, 3)]),
+    )
+    check = check_ray(run)
+    assert check.verdict is Verdict.OK, check
+    placed = check.needed.split("placed: ")[1]
+    assert sorted(placed.split(", ")) in (
+        ["actor/0 -> 192.0.2.2:1", "rollout/0 -> 192.0.2.2:2"],
+        ["actor/0 -> 192.0.2.2:2", "rollout/0 -> 192.0.2.2:1"],
+    )
+
+
+def test_cpu_workers_that_fit_no_node_fail_naming_the_worker():
+    small = FakeRay(nodes=[cpu_node(1, 1, 3), cpu_node(2, 1, 1.5)])
+    check = check_ray(run_of(load("config_cpu.yaml", *TWO_NODES), ray=small))
+    assert check.verdict is Verdict.FAIL
+    assert "(CPU 1, memory 2 GiB) fits on no node" in check.fix
+    assert "192.0.2.2:2 has CPU 1, memory 1.5 GiB left" in check.fix
+
+
+def test_cpu_workers_share_a_node_that_holds_both():
+    roomy = FakeRay(nodes=[cpu_node(1, 2, 6), cpu_node(2, 1, 3)])
+    check = check_ray(run_of(load("config_cpu.yaml", *TWO_NODES), ray=roomy))
+    assert check.verdict is Verdict.OK
+    assert "actor/0 -> 192.0.2.2:1, rollout/0 -> 192.0.2.2:1" in check.needed
+
+
+def test_placement_packs_largest_first_and_stops_at_the_first_misfit():
+    bundles = [Bundle("a", 1, GIB), Bundle("b", 2, GIB), Bundle("c", 1, GIB)]
+    nodes = [cpu_node(1, 2, 8), cpu_node(2, 2, 8)]
+    assert place(bundles, nodes).node_of == {
+        "a": "192.0.2.2:2",
+        "b": "192.0.2.2:1",
+        "c": "192.0.2.2:2",
+    }
+    misfit = place([*bundles, Bundle("d", 1, GIB)], nodes)
+    assert misfit.unplaced == Bundle("d", 1, GIB)

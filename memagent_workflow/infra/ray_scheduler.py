@@ -1,0 +1,120 @@
+"""AReaL's Ray scheduler, telling where its workers run and stopping when a node is lost.
+
+AReaL 1.0.4's `RayScheduler` places each worker in a placement group (PACK) and
+leaves the node to Ray; it never says which node took a worker, and when a
+node dies its controllers wait on workers that will never answer (an actor
+call to a dead node, a rollout whose server went with it). `MemAgentRayScheduler`
+adds two things and changes nothing else:
+
+- after each role's workers start it logs the node each one runs on
+  (``actor/0 on Ray node vm:41425 (6019f03b)``: host, raylet port, node id);
+- a watcher polls Ray's node table every ``POLL_S`` seconds; when a node that
+  holds workers is no longer alive it logs which node and which workers, stops
+  the surviving workers and ends the process with `NODE_LOST_EXIT`. Ray marks
+  a node dead some 15-30 s after its raylet stops answering (its health
+  checks), so the run stops within about ``NODE_LOST_BOUND_S`` of the loss. The
+  recover checkpoint of the last finished step is on the shared file system: a
+  rerun on a healed cluster resumes there (docs/multi-node.md).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+import ray
+from areal.infra.scheduler.ray import RayScheduler
+from areal.utils import logging
+
+logger = logging.getLogger("MemAgentRayNodes")
+
+POLL_S = 2.0
+#: Ray's own detection (health checks) plus a poll: the bound tests hold the run to.
+NODE_LOST_BOUND_S = 90.0
+#: The exit status of a run stopped by a lost node (EX_TEMPFAIL: rerun once healed).
+NODE_LOST_EXIT = 75
+
+
+def node_names() -> dict[str, str]:
+    """Each Ray node's id -> its name in the logs: host:raylet-port (id prefix)."""
+    return {
+        n[
+            "NodeID"
+        ]: f"{n['NodeManagerHostname']}:{n['NodeManagerPort']} ({n['NodeID'][:8]})"
+        for n in ray.nodes()
+    }
+
+
+def dead_nodes() -> set[str]:
+    return {n["NodeID"] for n in ray.nodes() if not n["Alive"]}
+
+
+class MemAgentRayScheduler(RayScheduler):
+    """`RayScheduler` that logs each worker's node and stops when a node is lost."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.node_of: dict[str, str] = {}  # worker id -> Ray node id
+        self._watcher: threading.Thread | None = None
+        self._closing = threading.Event()
+
+    def create_workers(self, job, *args, **kwargs) -> list[str]:
+        worker_ids = super().create_workers(job, *args, **kwargs)
+        names = node_names()
+        for worker_id in worker_ids:
+            info = self._worker_info_by_id.get(worker_id)
+            if info is None:  # colocated without a process of its own
+                continue
+            node = placement_node(info.placement_group, info.bundle_index or 0)
+            self.node_of[worker_id] = node
+            logger.info(f"{worker_id} on Ray node {names.get(node, node)}")
+        if self._watcher is None:
+            self._watcher = threading.Thread(
+                target=self._watch, name="ray-node-watch", daemon=True
+            )
+            self._watcher.start()
+        return worker_ids
+
+    def delete_workers(self, role: str | None = None, reverse_order: bool = False):
+        if role is None:
+            self._closing.set()  # the run's end: nodes may go now
+        super().delete_workers(role, reverse_order)
+
+    def _watch(self) -> None:
+        while not self._closing.wait(POLL_S):
+            try:
+                lost = dead_nodes() & set(self.node_of.values())
+                names = node_names() if lost else {}
+            except Exception as exc:  # the head itself is gone
+                self._stop(f"the Ray cluster stopped answering ({exc!r})", [])
+                return
+            if lost:
+                node = sorted(lost)[0]
+                held = sorted(w for w, n in self.node_of.items() if n == node)
+                self._stop(f"Ray node {names.get(node, node)} was lost", held)
+                return
+
+    def _stop(self, what: str, held: list[str]) -> None:
+        logger.error(
+            f"{what}; it held {', '.join(held) or 'no worker'}. Stopping the run "
+            f"(exit {NODE_LOST_EXIT}): start the lost node again (or replace it) "
+            "and rerun the same command: it resumes from the last recover checkpoint."
+        )
+        for worker_id, info in list(self._worker_info_by_id.items()):
+            if worker_id not in held:
+                try:  # the survivors' processes (and the servers they started)
+                    ray.kill(info.actor, no_restart=True)
+                except Exception:  # noqa: BLE001 - on the way out regardless
+                    pass
+        sys.stdout.flush()
+        sys.stderr.flush()
+        time.sleep(0.5)  # the terminal's pipe shows the error first
+        os._exit(NODE_LOST_EXIT)
+
+
+def placement_node(placement_group, bundle_index: int) -> str:
+    """The id of the node holding ``bundle_index`` of ``placement_group``."""
+    table = ray.util.placement_group_table(placement_group)
+    return table["bundles_to_node_id"][bundle_index]
