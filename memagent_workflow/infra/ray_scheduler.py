@@ -20,6 +20,7 @@ adds two things and changes nothing else:
 from __future__ import annotations
 
 import os
+import socket
 import sys
 import threading
 import time
@@ -31,24 +32,29 @@ from areal.utils import logging
 logger = logging.getLogger("MemAgentRayNodes")
 
 POLL_S = 2.0
-#: Ray's own detection (health checks) plus a poll: the bound tests hold the run to.
+#: How long a run that lost a node may take to fail by itself before it is ended.
+GRACE_S = 30.0
+#: A poll, the grace and the trainer's own shutdown: the bound tests hold a run to.
 NODE_LOST_BOUND_S = 90.0
 #: The exit status of a run stopped by a lost node (EX_TEMPFAIL: rerun once healed).
 NODE_LOST_EXIT = 75
 
 
-def node_names() -> dict[str, str]:
-    """Each Ray node's id -> its name in the logs: host:raylet-port (id prefix)."""
-    return {
-        n[
-            "NodeID"
-        ]: f"{n['NodeManagerHostname']}:{n['NodeManagerPort']} ({n['NodeID'][:8]})"
-        for n in ray.nodes()
-    }
+def node_name(node: dict) -> str:
+    """A node in the logs: host:raylet-port (id prefix); several may share a host."""
+    return f"{node['NodeManagerHostname']}:{node['NodeManagerPort']} ({node['NodeID'][:8]})"
 
 
-def dead_nodes() -> set[str]:
-    return {n["NodeID"] for n in ray.nodes() if not n["Alive"]}
+def raylet_answers(node: dict, timeout: float = 2.0) -> bool:
+    """Whether the node's raylet accepts connections: a killed raylet refuses at
+    once, where Ray's health checks take 15-30 s to mark its node dead."""
+    try:
+        socket.create_connection(
+            (node["NodeManagerAddress"], node["NodeManagerPort"]), timeout
+        ).close()
+    except OSError:
+        return False
+    return True
 
 
 class MemAgentRayScheduler(RayScheduler):
@@ -62,7 +68,7 @@ class MemAgentRayScheduler(RayScheduler):
 
     def create_workers(self, job, *args, **kwargs) -> list[str]:
         worker_ids = super().create_workers(job, *args, **kwargs)
-        names = node_names()
+        names = {n["NodeID"]: node_name(n) for n in ray.nodes()}
         for worker_id in worker_ids:
             info = self._worker_info_by_id.get(worker_id)
             if info is None:  # colocated without a process of its own
@@ -82,32 +88,43 @@ class MemAgentRayScheduler(RayScheduler):
             self._closing.set()  # the run's end: nodes may go now
         super().delete_workers(role, reverse_order)
 
+    def lost(self) -> str:
+        """Which node holding workers is gone, and which workers it held ("" if none)."""
+        try:
+            nodes = {n["NodeID"]: n for n in ray.nodes()}
+        except Exception as exc:  # noqa: BLE001 - the head itself is gone
+            return f"the Ray cluster stopped answering ({exc!r})"
+        for node_id in sorted(set(self.node_of.values())):
+            node = nodes.get(node_id)
+            if node is None or not node["Alive"] or not raylet_answers(node):
+                held = sorted(w for w, n in self.node_of.items() if n == node_id)
+                name = node_name(node) if node else node_id
+                return f"Ray node {name} was lost; it held {', '.join(held)}"
+        return ""
+
     def _watch(self) -> None:
         while not self._closing.wait(POLL_S):
-            try:
-                lost = dead_nodes() & set(self.node_of.values())
-                names = node_names() if lost else {}
-            except Exception as exc:  # the head itself is gone
-                self._stop(f"the Ray cluster stopped answering ({exc!r})", [])
-                return
-            if lost:
-                node = sorted(lost)[0]
-                held = sorted(w for w, n in self.node_of.items() if n == node)
-                self._stop(f"Ray node {names.get(node, node)} was lost", held)
+            if lost := self.lost():
+                self._stop(lost)
                 return
 
-    def _stop(self, what: str, held: list[str]) -> None:
+    def _stop(self, lost: str) -> None:
+        """Report the loss; if the run has not ended by itself (its own calls
+        to the lost workers fail) within ``GRACE_S``, end it here."""
+        logger.error(f"{lost}: the run stops.")
+        if self._closing.wait(GRACE_S):
+            return
         logger.error(
-            f"{what}; it held {', '.join(held) or 'no worker'}. Stopping the run "
-            f"(exit {NODE_LOST_EXIT}): start the lost node again (or replace it) "
-            "and rerun the same command: it resumes from the last recover checkpoint."
+            f"the run did not stop within {GRACE_S:.0f} s of losing the node: "
+            f"stopping its workers and exiting ({NODE_LOST_EXIT}). Start the lost "
+            "node again (or replace it) and rerun the same command: it resumes "
+            "from the last recover checkpoint."
         )
-        for worker_id, info in list(self._worker_info_by_id.items()):
-            if worker_id not in held:
-                try:  # the survivors' processes (and the servers they started)
-                    ray.kill(info.actor, no_restart=True)
-                except Exception:  # noqa: BLE001 - on the way out regardless
-                    pass
+        for info in list(self._worker_info_by_id.values()):
+            try:  # the survivors' processes (and the servers they started)
+                ray.kill(info.actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - on the way out regardless
+                pass
         sys.stdout.flush()
         sys.stderr.flush()
         time.sleep(0.5)  # the terminal's pipe shows the error first

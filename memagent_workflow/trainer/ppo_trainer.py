@@ -217,7 +217,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             super().train(*args, **kwargs)
         except BaseException as exc:
             logger.error(
-                f"Training stopped. {self._servers_down(exc)}{self._resume_advice()}"
+                f"Training stopped. {self._nodes_lost()}{self._servers_down(exc)}"
+                f"{self._resume_advice()}"
             )
             raise
         if isinstance(self.train_dataloader, QuestionLedger):
@@ -249,6 +250,13 @@ class MemAgentPPOTrainer(PPOTrainer):
                 scheduler.delete_workers()
             except Exception as cleanup:  # the original error matters more
                 logger.warning(f"could not stop the workers: {cleanup!r}")
+
+    def _nodes_lost(self) -> str:
+        scheduler = getattr(self, "scheduler", None)
+        if not isinstance(scheduler, MemAgentRayScheduler):
+            return ""
+        lost = scheduler.lost()
+        return f"{lost}. " if lost else ""
 
     def _servers_down(self, exc: BaseException) -> str:
         # A RolloutStalled already names the servers.

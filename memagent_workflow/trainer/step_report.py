@@ -139,6 +139,7 @@ class StepReport:
         self.title, self.chance = title, chance
         self.started = time.perf_counter()
         self.bar: tqdm | None = None
+        self._first_commit_done = False
 
     def state_dict(self) -> dict[str, Any]:
         return self.areal_logger.state_dict()
@@ -155,10 +156,35 @@ class StepReport:
         line = step_line(data, global_step, time.perf_counter() - self.started)
         logger.info(format_line(line))
         with open(self.steps_path, "a") as f:
+            for lost in self._unreported(line["step"]):
+                f.write(json.dumps({"step": lost, "lost": True}) + "\n")
             f.write(json.dumps(line) + "\n")
         if line["eval_reward"] is not None:
             self.draw_curve()
         self.advance(global_step + 1)
+
+    def _unreported(self, step: int) -> list[int]:
+        """Steps before ``step`` that no line reports, on this process's first
+        commit: AReaL saves a step's recover checkpoint before it evaluates and
+        commits the step, so a run that died in between (e.g. its eval worker's
+        node lost) resumes after a step it never reported. They are marked
+        ``"lost": true``: trained and checkpointed, their stats gone."""
+        if self._first_commit_done:
+            return []
+        self._first_commit_done = True
+        if not os.path.isfile(self.steps_path):
+            return []
+        seen = {s.get("step") for s in read_steps(self.steps_path)}
+        if not seen:
+            return []
+        lost = [n for n in range(max(seen) + 1, step) if n not in seen]
+        if lost:
+            logger.warning(
+                f"step(s) {', '.join(map(str, lost))} were trained and checkpointed "
+                "by the run that stopped, which died before reporting them: "
+                'steps.jsonl marks them "lost": true (their stats are gone)'
+            )
+        return lost
 
     @staticmethod
     def on_rank0() -> bool:

@@ -93,3 +93,21 @@ def test_loading_a_recover_checkpoint_reaches_arealss_logger(tmp_path):
     report.load_state_dict({"last_commit_step": 7})
     assert areal.state_dict() == {"last_commit_step": 7}
     report.close()
+
+
+def test_a_resumed_run_marks_the_steps_the_stopped_run_never_reported(tmp_path):
+    """AReaL checkpoints a step before evaluating and committing it: a run that
+    died in its eval (a lost node) resumes after a step no line reports."""
+    first = StepReport(logger(tmp_path), title="exp/t0")
+    first.commit(0, 0, 0, dict(STATS))
+    first.commit(0, 1, 1, dict(STATS))  # step 3 (global 2) checkpointed, then lost
+    first.close()
+    resumed = StepReport(logger(tmp_path), title="exp/t0")
+    resumed.commit(0, 3, 3, dict(STATS))
+    resumed.commit(0, 4, 4, dict(STATS))
+    resumed.close()
+    steps = [json.loads(x) for x in next(tmp_path.rglob("steps.jsonl")).open()]
+    assert [(s["step"], s.get("lost", False)) for s in steps] == [
+        (1, False), (2, False), (3, True), (4, False), (5, False)
+    ]  # fmt: skip
+    assert "5 steps in" in resumed.summary()  # step 3 was trained all the same
