@@ -245,13 +245,15 @@ def local_ray(num_cpus: int) -> Iterator[None]:
 def ray_cluster(n_nodes: int) -> Iterator[None]:
     """The running Ray cluster of ``n_nodes`` (or more) alive nodes, joined.
 
-    On this machine ``python -m standin.ray_nodes --nodes 2`` starts one; on a
+    ``RAY_ADDRESS`` if set, else the cluster ``ray start`` last started on this
+    machine. Here ``python -m standin.ray_nodes --nodes 2`` starts one; on a
     cluster, ``ray start`` on every node (docs/multi-node.md).
     """
     import ray
 
+    address = os.environ.get("RAY_ADDRESS", "auto")  # auto: `ray start`'s record
     try:
-        ray.init(address="auto", include_dashboard=False)
+        ray.init(address=address, include_dashboard=False)
     except ConnectionError as exc:
         raise RuntimeError(
             f"cluster.n_nodes={n_nodes} joins a running Ray cluster, and none "

@@ -42,7 +42,15 @@ class NodeSpec:
 def node_command(index: int, ip: str, port: int, spec: NodeSpec) -> list[str]:
     """``ray start`` for node ``index`` (0: the head) of a cluster on ``ip``."""
     role = (
-        ["--head", f"--port={port}", "--include-dashboard=false"]
+        # The head's other fixed ports (Ray client server, agent) are made free
+        # ones too: two clusters may run on one machine (the tests' do).
+        [
+            "--head",
+            f"--port={port}",
+            "--include-dashboard=false",
+            f"--ray-client-server-port={free_port()}",
+            "--dashboard-agent-listen-port=0",
+        ]
         if index == 0
         else [
             f"--address={ip}:{port}",
@@ -64,8 +72,17 @@ def node_command(index: int, ip: str, port: int, spec: NodeSpec) -> list[str]:
         "--num-gpus=0",
         f"--memory={int(spec.memory_gb * 2**30)}",
         f"--object-store-memory={spec.object_store_mb * 2**20}",
+        # Workers on ports the OS picks: Ray's default range is one per machine.
+        "--min-worker-port=0",
+        "--max-worker-port=0",
         "--disable-usage-stats",
     ]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("", 0))
+        return sock.getsockname()[1]
 
 
 def node_env() -> dict[str, str]:
@@ -163,7 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     node_of = {_raylet_of(n): n for n in nodes}
-    print(f"Ray cluster at {ip}:{args.port}: {args.nodes} nodes", flush=True)
+    print(f"RAY_ADDRESS={ip}:{args.port} ({args.nodes} nodes)", flush=True)
     for index, proc in enumerate(procs):
         pid = raylet_pid(proc)
         node = node_of.get(pid)

@@ -61,7 +61,8 @@ PRIVATE = (
         ),
         "AReaL builds its scheduler here: scheduler.type=local gets "
         "MemAgentLocalScheduler (ports unique per run, a bounded worker start), "
-        "and on CPU a longer start-up timeout (standin.startup_timeout)",
+        "ray MemAgentRayScheduler (each worker's node logged, a lost node stops "
+        "the run), and on CPU a longer start-up timeout (standin.startup_timeout)",
         "d5d80a1cba3e21048f6182a0d0d8cc2ccc092289066af18d47851cbef77451a1",
     ),
     Private(
@@ -232,6 +233,23 @@ PRIVATE = (
         "a0e9c350f1ec23accd2d01ea9a76049ff3f9ab404e47017b18b814cacf180be8",
         overridden=False,
     ),
+    Private(
+        "areal.infra.scheduler.ray:RayScheduler.create_workers",
+        ("memagent_workflow.infra.ray_scheduler:MemAgentRayScheduler",),
+        "each worker it creates (and each fork) is in the private _worker_info_by_id "
+        "with its placement group and bundle index when it returns: the override "
+        "reads them to log and watch the node each worker runs on",
+        "692de2b007203696a3128ae15603e266d9c03fd93e3bb8d9c063ad9b23fda547",
+        overridden=False,
+    ),
+    Private(
+        "areal.infra.scheduler.ray:RayScheduler._create_forked_workers_internal",
+        ("memagent_workflow.infra.ray_scheduler:MemAgentRayScheduler",),
+        "a forked worker (the eval-rollout worker) reuses its target's placement "
+        "group and bundle, so it runs on the target's node",
+        "c0bfe3a0781c4b219b6a3a3f535bf926fa816cdb0fccf8d2c3aa1bd012356737",
+        overridden=False,
+    ),
 )
 
 # Every project class derived from AReaL: an override of a private method of
@@ -243,6 +261,7 @@ SUBCLASSES = (
     "memagent_workflow.actor_config:MemAgentActorConfig",
     "memagent_workflow.recovery.checkpoint:AtomicRecoverHandler",
     "memagent_workflow.infra.scheduler:MemAgentLocalScheduler",
+    "memagent_workflow.infra.ray_scheduler:MemAgentRayScheduler",
     "standin.trainer:StandinPPOTrainer",
     "standin.actor:StandinPPOActor",
     "standin.backend:StandinSGLangEngine",

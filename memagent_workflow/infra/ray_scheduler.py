@@ -8,13 +8,16 @@ adds two things and changes nothing else:
 
 - after each role's workers start it logs the node each one runs on
   (``actor/0 on Ray node vm:41425 (6019f03b)``: host, raylet port, node id);
-- a watcher polls Ray's node table every ``POLL_S`` seconds; when a node that
-  holds workers is no longer alive it logs which node and which workers, stops
-  the surviving workers and ends the process with `NODE_LOST_EXIT`. Ray marks
-  a node dead some 15-30 s after its raylet stops answering (its health
-  checks), so the run stops within about ``NODE_LOST_BOUND_S`` of the loss. The
-  recover checkpoint of the last finished step is on the shared file system: a
-  rerun on a healed cluster resumes there (docs/multi-node.md).
+- a watcher checks, every ``POLL_S`` seconds, each node that holds workers:
+  Ray's node table, and whether its raylet still accepts connections (a
+  killed raylet refuses at once; Ray's health checks take 15-30 s to mark its
+  node dead). On a loss it logs which node and which workers it held. The
+  run's own calls to those workers then fail and it stops (the trainer's stop
+  message names the node too); a run still going ``GRACE_S`` later (waiting on
+  a rollout that will never come) has its surviving workers killed and exits
+  with `NODE_LOST_EXIT`. The recover checkpoint of the last finished step is on
+  the shared file system: a rerun on a healed cluster resumes there
+  (docs/multi-node.md).
 """
 
 from __future__ import annotations

@@ -50,8 +50,9 @@ LAUNCHES = {
 VLLM = "rollout.backend=vllm:d1"
 LAUNCHES |= {
     "vllm": (VLLM,),
-    "vllm_ray_xccl": (
+    "vllm_ray_xccl": (  # on two Ray nodes of this machine (docs/multi-node.md)
         "scheduler.type=ray",
+        "cluster.n_nodes=2",
         "actor.weight_update_mode=xccl",
         "actor.dtype=bfloat16",
         VLLM,
@@ -125,6 +126,7 @@ class Run:
     log: str
     seconds: float
     reports: list[dict] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)  # the Ray nodes it ran on
 
     @property
     def steps(self) -> list[dict]:
@@ -145,7 +147,13 @@ class Run:
 class Launched:
     """An entry script started in the background; `finish` waits for it."""
 
-    def __init__(self, cmd: list[str], out: Path, cwd: Path = ROOT):
+    def __init__(
+        self,
+        cmd: list[str],
+        out: Path,
+        cwd: Path = ROOT,
+        env: dict[str, str] | None = None,
+    ):
         self.cmd, self.out = cmd, out
         out.mkdir(parents=True, exist_ok=True)
         self.log_path = out / "run.log"
@@ -154,7 +162,7 @@ class Launched:
         self.proc = subprocess.Popen(
             cmd,
             cwd=cwd,
-            env=worker_env(out),
+            env={**worker_env(out), **(env or {})},
             stdout=self._log,
             stderr=subprocess.STDOUT,
             text=True,

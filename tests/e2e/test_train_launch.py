@@ -22,6 +22,7 @@ report.
 from __future__ import annotations
 
 import getpass
+import re
 import shlex
 import shutil
 from pathlib import Path
@@ -40,7 +41,9 @@ from tests.e2e.launch_runs import (
     digest_of,
     fresh_clone,
     train_cmd,
+    worker_env,
 )
+from tests.e2e.ray_cluster import RayNodes
 
 # Beyond the launch (LAUNCHES): several xccl buckets and no validation set for the
 # Ray run (no eval-rollout worker). The two single-controller runs (the main job
@@ -97,9 +100,17 @@ def runs(model, tmp_path_factory, request):
     that mostly waits on one core, so two cores finish three at once in about
     the time of one and a half."""
 
+    clusters: dict[str, RayNodes] = {}
+
     def start(name: str) -> Launched:
         clone = fresh_clone(tmp_path_factory.mktemp(name), model)
-        return Launched(train_cmd(*LAUNCHES[name], *EXTRA[name]), clone, cwd=clone)
+        env = None
+        if "cluster.n_nodes=2" in LAUNCHES[name]:  # docs/multi-node.md's cluster,
+            # whose workers inherit the run's environment (its stand-in's report)
+            clusters[name] = RayNodes(clone, worker_env(clone))
+            env = clusters[name].env()
+        cmd = train_cmd(*LAUNCHES[name], *EXTRA[name])
+        return Launched(cmd, clone, cwd=clone, env=env)
 
     def finish(launched: Launched):
         try:
@@ -115,7 +126,13 @@ def runs(model, tmp_path_factory, request):
             and isinstance(result, AssertionError)
             and any(sign in str(result) for sign in PORT_TAKEN)
         ):
+            if name in clusters:
+                clusters.pop(name).stop()
             finished[name] = finish(start(name))
+    for name, cluster in clusters.items():
+        cluster.stop()
+        if not isinstance(finished[name], AssertionError):
+            finished[name].nodes = [node.name for node in cluster.nodes]
     return finished
 
 
@@ -257,11 +274,18 @@ def test_validation_ran_on_the_eval_rollout_worker(local_disk):
 
 
 @NO_CPU_RAY
-def test_ray_started_and_stopped_its_own_instance(ray):
+def test_the_ray_run_joined_two_nodes_and_put_workers_on_both(ray):
     console = log_dir(ray, CONSOLE_LOG).read_text()  # the full terminal output
-    assert "started a local Ray instance with 2 CPUs" in console
-    assert "stopped the local Ray instance" in console
+    assert "joined a Ray cluster of 2 nodes" in console
     assert "RayScheduler" in console and "LocalScheduler" not in console
+    assert "local Ray instance" not in console
+    placed = dict(PLACED.findall(log_dir(ray, "main.log").read_text()))
+    assert set(placed) == {"actor/0", "rollout/0"}  # (no validation set here)
+    assert placed["actor/0"] != placed["rollout/0"]
+    assert set(placed.values()) == set(ray.nodes)  # as the cluster named them
+
+
+PLACED = re.compile(r"(\S+/\d+) on Ray node (\S+ \(\w+\))")
 
 
 def log_dir(run, name: str = "") -> Path:

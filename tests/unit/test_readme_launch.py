@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from tests.e2e.launch_runs import EVAL_LAUNCH, LAUNCHES
+from tests.e2e.ray_cluster import doc_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +39,11 @@ def test_every_cpu_command_is_a_tested_launch():
     # the stand-in's entries: examples/train.py and eval.py with its classes
     train = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.train"]]
     evals = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.eval"]]
-    assert len(train) + len(evals) == len(CPU)
+    nodes = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.ray_nodes"]]
+    assert len(train) + len(evals) + len(nodes) == len(CPU)
+    # the two-node cluster the Ray line runs on, as multi-node.md starts it
+    cluster = doc_command("uv run python -m standin.ray_nodes")[1:]
+    assert nodes == [["uv", "run", "python", *cluster, "&"]]
     assert all(c[c.index("--config") + 1] == "config_cpu.yaml" for c in train)
     assert sorted(overrides(c) for c in train) == sorted(LAUNCHES.values())
     assert [overrides(c) for c in evals] == [EVAL_LAUNCH]
@@ -49,4 +54,4 @@ def test_every_gpu_launch_style_has_its_cpu_twin():
     # (the SPMD launcher's line has no scheduler: its CPU twin is scheduler.type=null)
     gpu = {scheduler(c) for c in GPU if c[:2] == ["python3", "examples/train.py"]}
     assert gpu == {"scheduler.type=local", "scheduler.type=ray"}
-    assert gpu <= {scheduler(c) for c in CPU}
+    assert gpu <= {scheduler(c) for c in CPU if "--config" in c}

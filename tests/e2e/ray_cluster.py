@@ -1,0 +1,88 @@
+"""Two Ray nodes on this machine for e2e tests, started as docs/multi-node.md does.
+
+`RayNodes` runs docs/multi-node.md's cluster command (``uv run python`` = this
+interpreter) on a free head port, in the background, and reads what it prints:
+the address to give the job (``RAY_ADDRESS``: the tests may run two clusters
+at once, and ``ray.init()`` alone joins the one started last) and each node's
+name as the job's logs write it and its raylet's pid (to lose the node).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from standin.launch import find_free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "multi-node.md"
+_NODE = re.compile(r"^node (\d+)(?: \(head\))?: (.+?), .*raylet pid (\d+)$")
+
+
+def doc_command(start: str) -> list[str]:
+    """The one command of docs/multi-node.md's first CPU block starting ``start``
+    (continuation lines joined, a trailing ``&`` and comments dropped)."""
+    block = DOC.read_text().split("```bash\n", 1)[1].split("```", 1)[0]
+    joined = re.sub(r"\\\n\s*", " ", block)
+    lines = [line.split("#", 1)[0].strip() for line in joined.splitlines()]
+    found = [line for line in lines if line.startswith(start)]
+    assert len(found) == 1, f"{DOC}: {len(found)} commands start {start!r}"
+    cmd = shlex.split(found[0].removesuffix("&"))
+    assert cmd[:3] == ["uv", "run", "python"], cmd
+    return [sys.executable, *cmd[3:]]
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str  # host:raylet-port (node id prefix), as the job's logs name it
+    raylet_pid: int
+
+
+class RayNodes:
+    """docs/multi-node.md's two-node cluster, started in ``cwd`` with ``env``."""
+
+    def __init__(self, cwd: Path, env: dict[str, str], timeout: float = 240):
+        cmd = doc_command("uv run python -m standin.ray_nodes")
+        self.port = find_free_port()
+        self.proc = subprocess.Popen(
+            [*cmd, "--port", str(self.port)],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        self.address, self.nodes, self.printed = "", [], []
+        expected = int(cmd[cmd.index("--nodes") + 1])
+        for line in self.proc.stdout:  # the helper gives up after its own timeout
+            self.printed.append(line.rstrip())
+            if line.startswith("RAY_ADDRESS="):
+                self.address = line.split()[0].split("=", 1)[1]
+            elif match := _NODE.match(line.rstrip()):
+                self.nodes.append(Node(match.group(2), int(match.group(3))))
+                if len(self.nodes) == expected:
+                    break
+        assert len(self.nodes) == expected, "\n".join(self.printed)
+
+    def env(self) -> dict[str, str]:
+        """What the job needs to join this cluster rather than another."""
+        return {"RAY_ADDRESS": self.address}
+
+    def lose(self, index: int) -> None:
+        """Node ``index``'s raylet killed, as a machine that dies."""
+        os.kill(self.nodes[index].raylet_pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()

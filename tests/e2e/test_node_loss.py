@@ -1,0 +1,146 @@
+"""A Ray node lost mid-run: the CPU main job stops naming it, and resumes on a healed cluster.
+
+docs/multi-node.md's commands, in a fresh copy of the repository: its two-node
+cluster, then its launch (2 steps of 2 questions, validation included: the
+eval-rollout worker is forked beside the rollout worker). Once step 1 is
+reported, the raylet of the node that holds the rollout workers is SIGKILLed,
+as a machine that dies: the run must stop within
+`ray_scheduler.NODE_LOST_BOUND_S` of the kill and name that node and its workers.
+Then the cluster is started again (a healed cluster: two fresh nodes) and the
+same command resumes from the recover checkpoint of step 1 and finishes: steps
+1 and 2 are each reported once, and every question is trained exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+
+import pytest
+
+from memagent_workflow.infra.ray_scheduler import NODE_LOST_BOUND_S
+from tests.areal_release import NO_CPU_RAY
+from tests.e2e.launch_runs import (
+    SMALL_TRAINING,
+    Launched,
+    fresh_clone,
+    worker_env,
+)
+from tests.e2e.ray_cluster import RayNodes, doc_command
+
+pytestmark = NO_CPU_RAY
+PLACED = re.compile(r"(\S+/\d+) on Ray node (\S+ \(\w+\))")
+TRIAL = ("outputs", "cpu", "areal", "logs")
+
+
+def launch_cmd() -> list[str]:
+    return [*doc_command("uv run python -m standin.train"), *SMALL_TRAINING]
+
+
+def first_lines(path, n: int, proc, timeout: float = 900) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.is_file() and len(path.read_text().splitlines()) >= n:
+            return
+        assert proc.poll() is None, "the run ended before step 1"
+        time.sleep(0.5)
+    raise AssertionError(f"no step {n} within {timeout:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def chain(needle_model_dir, tmp_path_factory):
+    clone = fresh_clone(tmp_path_factory.mktemp("node_loss"))
+    shutil.copytree(needle_model_dir, clone / "outputs" / "cpu" / "needle_model")
+    # The workers inherit the cluster's environment: the lost run's stand-in
+    # reports under lost/, the resumed run's under the clone (Run.reports).
+    cluster = RayNodes(clone, worker_env(clone / "lost"))
+    lost = Launched(launch_cmd(), clone / "lost", cwd=clone, env=cluster.env())
+    try:
+        steps = next_file(clone, "steps.jsonl", lost.proc)
+        first_lines(steps, 1, lost.proc)
+        placed = dict(PLACED.findall(read(clone, "main.log")))
+        victim = next(
+            i for i, n in enumerate(cluster.nodes) if n.name == placed["rollout/0"]
+        )
+        cluster.lose(victim)
+        killed = time.monotonic()
+        lost.proc.wait(timeout=NODE_LOST_BOUND_S + 60)
+        stopped_s = time.monotonic() - killed
+    finally:
+        if lost.proc.poll() is None:
+            lost.proc.kill()
+        lost._log.close()
+        cluster.stop()
+    healed = RayNodes(clone, worker_env(clone))
+    try:
+        resumed = Launched(launch_cmd(), clone, cwd=clone, env=healed.env()).finish()
+    finally:
+        healed.stop()
+    return {
+        "clone": clone,
+        "placed": placed,
+        "victim": cluster.nodes[victim].name,
+        "lost_rc": lost.proc.returncode,
+        "lost_log": lost.log_path.read_text(errors="replace"),
+        "stopped_s": stopped_s,
+        "resumed": resumed,
+    }
+
+
+def next_file(clone, name: str, proc, timeout: float = 900):
+    """The path ``name`` will have under the run's log folder (once it exists)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = (
+            list((clone.joinpath(*TRIAL)).rglob(name))
+            if clone.joinpath(*TRIAL).is_dir()
+            else []
+        )
+        if found:
+            return found[0]
+        assert proc.poll() is None, "the run ended before writing " + name
+        time.sleep(0.5)
+    raise AssertionError(f"no {name} within {timeout:.0f} s")
+
+
+def read(clone, name: str) -> str:
+    return next(clone.joinpath(*TRIAL).rglob(name)).read_text(errors="replace")
+
+
+def test_the_workers_ran_on_both_nodes(chain):
+    placed = chain["placed"]
+    assert {"actor/0", "rollout/0", "eval-rollout/0"} <= set(placed)
+    assert placed["actor/0"] != placed["rollout/0"]
+    assert placed["eval-rollout/0"] == placed["rollout/0"]  # forked beside it
+
+
+def test_the_lost_node_stops_the_run_within_the_bound_naming_it(chain):
+    assert chain["lost_rc"] != 0
+    assert chain["stopped_s"] <= NODE_LOST_BOUND_S, chain["lost_log"][-3000:]
+    held = ", ".join(
+        sorted(w for w, n in chain["placed"].items() if n == chain["victim"])
+    )
+    assert f"Ray node {chain['victim']} was lost; it held {held}" in chain["lost_log"]
+
+
+def test_the_rerun_resumes_and_nothing_is_lost_or_repeated(chain):
+    resumed = chain["resumed"]
+    # step 1's checkpoint (global step 0); step 2's cannot be: its weight
+    # update needs the lost node's server
+    assert "resumed from the recover checkpoint of global step 0" in resumed.log
+    assert [s["step"] for s in resumed.steps] == [1, 2]
+    assert not any(s.get("lost") for s in resumed.steps)
+    ledger = [
+        json.loads(x) for x in read(chain["clone"], "questions.jsonl").splitlines()
+    ]
+    trained = [q for line in ledger for q in line.get("questions", [])]
+    assert len(trained) == len(set(trained)) == 4  # 2 steps x 2 questions, each once
+    assert ledger[-1].get("untrained") == []
+
+
+def test_the_resumed_run_synced_its_weights_over_xccl_and_saved_them(chain):
+    (report,) = chain["resumed"].reports  # the healed cluster's stand-in
+    (sync,) = report["weight_syncs"]  # step 2's (step 1's server died with its node)
+    assert sync["source"] == "distributed"
