@@ -128,9 +128,16 @@ def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> A
     """Single controller: AReaL's scheduler starts SGLang or vLLM serving
     ``actor.path``."""
     from areal.api.alloc_mode import ModelAllocation
-    from areal.infra import LocalScheduler, RayScheduler, SlurmScheduler
+    from areal.infra import LocalScheduler, SlurmScheduler
 
-    kinds = {"local": LocalScheduler, "ray": RayScheduler, "slurm": SlurmScheduler}
+    from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
+
+    # Ray: each server's node in the logs, and a lost node stops the eval.
+    kinds = {
+        "local": LocalScheduler,
+        "ray": MemAgentRayScheduler,
+        "slurm": SlurmScheduler,
+    }
     if config.scheduler.type not in kinds:
         raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
     alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")

@@ -72,9 +72,12 @@ class MemAgentRayScheduler(RayScheduler):
     def create_workers(self, job, *args, **kwargs) -> list[str]:
         worker_ids = super().create_workers(job, *args, **kwargs)
         names = {n["NodeID"]: node_name(n) for n in ray.nodes()}
+        # AReaL 1.0.4 and the v2.0.0 tag keep each worker's placement group here
+        # (pinned); AReaL main's scheduler over HTTP does not: nothing is logged.
+        infos = getattr(self, "_worker_info_by_id", {})
         for worker_id in worker_ids:
-            info = self._worker_info_by_id.get(worker_id)
-            if info is None:  # colocated without a process of its own
+            info = infos.get(worker_id)
+            if getattr(info, "placement_group", None) is None:  # colocated, no process
                 continue
             node = placement_node(info.placement_group, info.bundle_index or 0)
             self.node_of[worker_id] = node
@@ -123,7 +126,7 @@ class MemAgentRayScheduler(RayScheduler):
             "node again (or replace it) and rerun the same command: it resumes "
             "from the last recover checkpoint."
         )
-        for info in list(self._worker_info_by_id.values()):
+        for info in list(getattr(self, "_worker_info_by_id", {}).values()):
             try:  # the survivors' processes (and the servers they started)
                 ray.kill(info.actor, no_restart=True)
             except Exception:  # noqa: BLE001 - on the way out regardless

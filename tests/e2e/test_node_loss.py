@@ -3,8 +3,8 @@
 docs/multi-node.md's commands, in a fresh copy of the repository: its two-node
 cluster, then its launch (2 steps of 2 questions, validation included: the
 eval-rollout worker is forked beside the rollout worker). Once step 1 is
-reported, the raylet of the node that holds the rollout workers is SIGKILLed,
-as a machine that dies: the run must stop within
+reported, the second node's raylet is SIGKILLed, as a machine that dies (the
+job's driver, like a cluster's, is attached to the head node's raylet): the run must stop within
 `ray_scheduler.NODE_LOST_BOUND_S` of the kill and name that node and its workers.
 Then the cluster is started again (a healed cluster: two fresh nodes) and the
 same command resumes from the recover checkpoint of step 1 and finishes: steps
@@ -61,9 +61,7 @@ def chain(needle_model_dir, tmp_path_factory):
         steps = next_file(clone, "steps.jsonl", lost.proc)
         first_lines(steps, 1, lost.proc)
         placed = dict(PLACED.findall(read(clone, "main.log")))
-        victim = next(
-            i for i, n in enumerate(cluster.nodes) if n.name == placed["rollout/0"]
-        )
+        victim = 1  # the second node (the job's driver is on the head's raylet)
         cluster.lose(victim)
         killed = time.monotonic()
         lost.proc.wait(timeout=NODE_LOST_BOUND_S + 60)
