@@ -45,6 +45,7 @@ from standin.actor import StandinPPOActor
 from standin.backend import ENGINES, launched_server_args
 from standin.config import StandinGRPOConfig
 from standin.lora import load_adapter
+from standin.slurm import StandinSlurmScheduler
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -82,7 +83,11 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
         # on a loaded 2-core machine; the rest is the product's choice of
         # scheduler (ports unique per run, see memagent_workflow.infra.scheduler).
-        kinds = {"local": MemAgentLocalScheduler, "ray": MemAgentRayScheduler}
+        kinds = {
+            "local": MemAgentLocalScheduler,
+            "ray": MemAgentRayScheduler,
+            "slurm": StandinSlurmScheduler,  # native workers, CPU-only nodes
+        }
         if self.config.scheduler.type not in kinds:
             return super()._init_scheduler()
         return kinds[self.config.scheduler.type](

@@ -25,15 +25,19 @@ DOC = ROOT / "docs" / "multi-node.md"
 _NODE = re.compile(r"^node (\d+)(?: \(head\))?: (.+?), .*raylet pid (\d+)$")
 
 
-def doc_command(start: str) -> list[str]:
-    """The one command of docs/multi-node.md's first CPU block starting ``start``
-    (continuation lines joined, a trailing ``&`` and comments dropped)."""
-    block = DOC.read_text().split("```bash\n", 1)[1].split("```", 1)[0]
+def doc_command(start: str, section: str = "## Two Ray nodes") -> list[str]:
+    """The one command starting ``start`` in the first bash block of
+    docs/multi-node.md's ``section`` (continuation lines joined, a trailing
+    ``&`` and comments dropped), run by this interpreter."""
+    text = DOC.read_text().split(f"\n{section}", 1)[1].split("\n## ", 1)[0]
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
     joined = re.sub(r"\\\n\s*", " ", block)
     lines = [line.split("#", 1)[0].strip() for line in joined.splitlines()]
-    found = [line for line in lines if line.startswith(start)]
-    assert len(found) == 1, f"{DOC}: {len(found)} commands start {start!r}"
+    found = [line for line in lines if start in line]
+    assert len(found) == 1, f"{DOC} {section}: {len(found)} commands with {start!r}"
     cmd = shlex.split(found[0].removesuffix("&"))
+    while "=" in cmd[0]:  # leading VAR=value: the tests set the environment
+        cmd.pop(0)
     assert cmd[:3] == ["uv", "run", "python"], cmd
     return [sys.executable, *cmd[3:]]
 

@@ -13,14 +13,23 @@ same command resumes from the recover checkpoint of step 1 and finishes: steps
 
 from __future__ import annotations
 
+import copy
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from memagent_workflow.infra.ray_scheduler import NODE_LOST_BOUND_S
+from memagent_workflow.preflight import Verdict
+from memagent_workflow.preflight.cluster import check_ray
+from memagent_workflow.preflight.probes import RayProbe
+from standin.cpu_job import environ
 from tests.areal_release import NO_CPU_RAY
 from tests.e2e.launch_runs import (
     SMALL_TRAINING,
@@ -30,6 +39,7 @@ from tests.e2e.launch_runs import (
     worker_env,
 )
 from tests.e2e.ray_cluster import RayNodes, doc_command
+from tests.unit.preflight_fakes import load, run_of
 
 pytestmark = NO_CPU_RAY
 PLACED = re.compile(r"(\S+/\d+) on Ray node (\S+ \(\w+\))")
@@ -57,6 +67,7 @@ def chain(needle_model_dir, tmp_path_factory):
     # The workers inherit the cluster's environment: the lost run's stand-in
     # reports under lost/, the resumed run's under the clone (Run.reports).
     cluster = RayNodes(clone, worker_env(clone / "lost"))
+    preflight = run_preflight(clone, cluster)
     lost = Launched(launch_cmd(), clone / "lost", cwd=clone, env=cluster.env())
     try:
         steps = next_file(clone, "steps.jsonl", lost.proc)
@@ -79,6 +90,8 @@ def chain(needle_model_dir, tmp_path_factory):
         healed.stop()
     return {
         "clone": clone,
+        "preflight": preflight,
+        "nodes": [n.name for n in cluster.nodes],
         "placed": placed,
         "victim": cluster.nodes[victim].name,
         "lost_rc": lost.proc.returncode,
@@ -86,6 +99,27 @@ def chain(needle_model_dir, tmp_path_factory):
         "stopped_s": stopped_s,
         "resumed": resumed,
     }
+
+
+def run_preflight(clone, cluster: RayNodes) -> dict:
+    """docs/multi-node.md's preflight against the live cluster, and its Ray row
+    as the probe reads that cluster, for the config as written and for workers
+    too big for its nodes (``mem: 4`` on 3 GiB nodes)."""
+    cmd = doc_command("uv run python -m standin.preflight")
+    env = {**os.environ, **cluster.env()}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"  # uv run's
+    proc = subprocess.run(
+        cmd, cwd=clone, env=env, capture_output=True, text=True, timeout=600
+    )
+    config = load("config_cpu.yaml", *[a for a in cmd if "=" in a])
+    too_big = copy.deepcopy(config)
+    too_big.actor.scheduling_spec[0].mem = 4
+    with environ(cluster.env()):  # the probe joins RAY_ADDRESS
+        checks = {
+            name: check_ray(run_of(c, ray=RayProbe()))
+            for name, c in (("fits", config), ("too_big", too_big))
+        }
+    return {"rc": proc.returncode, "out": proc.stdout + proc.stderr, **checks}
 
 
 def next_file(clone, name: str, proc, timeout: float = 900):
@@ -106,6 +140,24 @@ def next_file(clone, name: str, proc, timeout: float = 900):
 
 def read(clone, name: str) -> str:
     return next(clone.joinpath(*TRIAL).rglob(name)).read_text(errors="replace")
+
+
+def test_the_preflight_reads_both_nodes_and_refuses_what_fits_neither(chain):
+    preflight, ports = (
+        chain["preflight"],
+        [n.split()[0].split(":")[1] for n in chain["nodes"]],
+    )
+    assert preflight["rc"] == 0, preflight["out"][-3000:]
+    assert "ray: cluster and placement" in preflight["out"]
+    fits = preflight["fits"]
+    assert fits.verdict is Verdict.OK
+    placed = fits.needed.split("placed: ")[1]
+    for port in ports:  # each node's resources, and a worker placed there
+        assert f":{port}: CPU 1, memory 3.0 GiB" in fits.found
+        assert f":{port}" in placed
+    too_big = preflight["too_big"]
+    assert too_big.verdict is Verdict.FAIL
+    assert "(CPU 1, memory 4 GiB) fits on no node" in too_big.fix
 
 
 def test_the_workers_ran_on_both_nodes(chain):
