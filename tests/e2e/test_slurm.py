@@ -28,7 +28,6 @@ from tests.e2e.launch_runs import (
     Launched,
     digest_of,
     fresh_clone,
-    worker_env,
 )
 from tests.e2e.ray_cluster import doc_command
 
