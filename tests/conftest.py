@@ -9,6 +9,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # runs a dozen processes at once on a few cores, where a second OpenMP thread per
 # process only spins waiting for work. The needle model's build sets its own.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# Ray 2.60 reads its auth mode when it is first imported: the CPU entries' choice
+# (standin/__init__.py) must be set before anything in the tests imports ray.
+os.environ.setdefault("RAY_AUTH_MODE", "token")
 
 from collections.abc import Iterator  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -33,6 +36,8 @@ LONGEST_FIRST = (
     "test_gpu_docs_vllm.py",
     "test_preflight_cli.py",
     "test_train_launch.py",  # the needle model's, once it is built
+    "test_node_loss.py",
+    "test_slurm.py",
     "test_smoke.py",
     "test_recover.py",
     "test_train_lora.py",
