@@ -39,7 +39,9 @@ def test_every_cpu_command_is_a_tested_launch():
     # the stand-in's entries: examples/train.py and eval.py with its classes
     train = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.train"]]
     evals = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.eval"]]
-    nodes = [c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.ray_nodes"]]
+    nodes = [
+        c for c in CPU if c[:5] == ["uv", "run", "python", "-m", "standin.ray_nodes"]
+    ]
     assert len(train) + len(evals) + len(nodes) == len(CPU)
     # the two-node cluster the Ray line runs on, as multi-node.md starts it
     cluster = doc_command("uv run python -m standin.ray_nodes")[1:]
