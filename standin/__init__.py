@@ -18,6 +18,9 @@ GPU run; it is not part of the ``memagent_workflow`` wheel.
 - ``tiny_model``: the tiny offline Qwen2 model and tokenizer
 - ``packed_sdpa``: pack-aware SDPA for AReaL's FSDP actor on CPU (a process-wide patch)
 - ``config``, ``cpu_job``: the ``standin:`` config section and the CPU job's wiring
+- ``ray_nodes``, ``slurm_cluster``, ``slurm``: several Ray nodes, or a one-machine
+  Slurm, on this machine, and AReaL's Slurm scheduler for CPU-only nodes
+  (docs/multi-node.md)
 - ``train``, ``eval``, ``preflight``: the entries of a CPU config (``python -m
   standin.train --config config_cpu.yaml``): the product's ``examples/`` scripts
   with the stand-in's config class, trainer, job and inference passed in
