@@ -148,16 +148,8 @@ def main(argv: list[str] | None = None) -> int:
             )
     procs: list[subprocess.Popen] = []
 
-    def stop(*_) -> None:
-        for proc in reversed(procs):  # SIGTERM: `ray start --block` stops its node
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        sys.exit(0)
+    def stop(*_) -> None:  # SIGTERM: `ray start --block` stops its node
+        stop_all(procs)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -168,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                 cmd,
                 env=node_env(),
                 stdout=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
         )
         if index == 0:  # the others join the head once it listens
@@ -199,7 +191,20 @@ def main(argv: list[str] | None = None) -> int:
         time.sleep(1.0)
 
 
-def _die_with_parent() -> None:
+def stop_all(procs: list[subprocess.Popen]) -> None:
+    """Terminate ``procs`` (last started first), kill any still up after 30 s, exit 0."""
+    for proc in reversed(procs):
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    sys.exit(0)
+
+
+def die_with_parent() -> None:
     """In a node's ``ray start``: SIGTERM it when this process dies, however."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import psutil
 
-from standin.ray_nodes import _die_with_parent, free_port
+from standin.ray_nodes import die_with_parent, free_port, stop_all
 
 START_TIMEOUT_S = 60.0
 DAEMONS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch")
@@ -113,20 +113,12 @@ def main(argv: list[str] | None = None) -> int:
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )  # fmt: skip
         )
 
     def stop(*_) -> None:
-        for proc in reversed(procs):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        sys.exit(0)
+        stop_all(procs)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
