@@ -18,31 +18,7 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
-# Test files that take longest, started first: under the README's `-n auto` each
-# file runs whole on one worker (pyproject's addopts), so the last to start should
-# be short ones. The first file builds the warm-started needle model (about 2.5
-# minutes of one core) that the training files copy; the NEEDLE_FREE files after
-# it run on the tiny model meanwhile, so that no worker sits waiting for the
-# build (measured: with four such files, two workers waited 50 s for it; with
-# seven, 20 s).
-LONGEST_FIRST = (
-    "test_learning.py",
-    "test_eval_ruler.py",  # the tiny model's files, beside the build
-    "test_eval.py",
-    "test_eval_launch.py",
-    "test_eval_paper.py",
-    "test_bench_cold_cache.py",
-    "test_preflight_recipes.py",
-    "test_gpu_docs_vllm.py",
-    "test_preflight_cli.py",
-    "test_train_launch.py",  # the needle model's, once it is built
-    "test_node_loss.py",
-    "test_slurm.py",
-    "test_smoke.py",
-    "test_recover.py",
-    "test_train_lora.py",
-)
-NEEDLE_FREE = 8
+from tests.tiers import FULL_COMMAND, FULL_TIER, left_out, start_order  # noqa: E402
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
@@ -131,12 +107,43 @@ def standin_server(
         yield server
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> None:
     """Mark each test with its layer, the folder it lives in (unit/integration/e2e),
-    and start the longest files first (the order within a file is kept)."""
+    and its tier (``full``: tests/tiers.py); leave the full tier out unless asked
+    for; start the files in ``start_order`` (the order within a file is kept)."""
     for item in items:
-        layer = Path(str(item.fspath)).parent.name
-        if layer in ("unit", "integration", "e2e"):
-            item.add_marker(getattr(pytest.mark, layer))
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
+        path = Path(str(item.fspath))
+        if path.parent.name in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, path.parent.name))
+    files = list(dict.fromkeys(Path(str(item.fspath)).name for item in items))
+    for item in items:
+        if Path(str(item.fspath)).name in FULL_TIER:
+            item.add_marker(pytest.mark.full)
+    named = {Path(arg.split("::")[0]).name for arg in config.args}
+    dropped = left_out(files, config.option.markexpr, named)
+    if dropped:
+        config.hook.pytest_deselected(
+            items=[i for i in items if Path(str(i.fspath)).name in dropped]
+        )
+        items[:] = [i for i in items if Path(str(i.fspath)).name not in dropped]
+    users = {
+        Path(str(item.fspath)).name
+        for item in items
+        if "needle_model_dir" in getattr(item, "fixturenames", ())
+    }
+    order = start_order([f for f in files if f not in dropped], users)
+    rank = {name: i for i, name in enumerate(order)}
+    items.sort(key=lambda item: rank[Path(str(item.fspath)).name])
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    """Say that the full tier was left out, and how to run it."""
+    if config.option.markexpr or hasattr(config, "workerinput"):
+        return
+    if any(Path(arg.split("::")[0]).is_dir() for arg in config.args):
+        terminalreporter.write_line(
+            f"the full tier (tests/tiers.py) was left out; CI runs it: {FULL_COMMAND}"
+        )

@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from tests.tiers import FULL_COMMAND
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -17,9 +19,11 @@ def quick_start_commands() -> list[str]:
 def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     train, test = quick_start_commands()
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
-    # the last command before the second stage (the vLLM CPU smoke)
+    # the last two commands before the second stage (the vLLM CPU smoke): the
+    # README's, then the full tier it leaves out, which the README shows too
     stage2 = next(i for i, line in enumerate(ci) if line.startswith("# Stage 2"))
-    assert [line for line in ci[:stage2] if line][-1] == test
+    assert [line for line in ci[:stage2] if line][-2:] == [test, FULL_COMMAND]
+    assert f"\n{FULL_COMMAND}" in (ROOT / "README.md").read_text()
     assert train.split() == [
         "uv", "run", "python", "-m", "standin.train", "--config", "config_cpu.yaml"
     ]  # fmt: skip
