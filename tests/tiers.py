@@ -6,7 +6,8 @@ run, LoRA, the eval, ask, the service, the trace page). The full tier (``-m
 full``, CI's next command) is the runs that take minutes each: the main job
 launched by AReaL's schedulers (single controller, two Ray nodes, Slurm, a node
 lost), the chains of runs (kill and resume, the smoke's three launches), the
-30-step learning run, the RULER task sweep and the benchmarks.
+30-step learning run, the RULER task sweep and the benchmarks (docs/learning.md's
+needle probe among them).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ FULL_TIER = (
     "test_eval_ruler.py",
     "test_bench_cold_cache.py",
     "test_bench_smoke.py",
+    "test_needle_probe.py",
 )
 FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 

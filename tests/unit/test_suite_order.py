@@ -1,10 +1,12 @@
 """The suite's tiers and start order (tests/tiers.py, tests/conftest.py)."""
 
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.tiers import FULL_TIER, LONGEST_FIRST, left_out, start_order
+import pytest
+
+from tests.tiers import FULL_COMMAND, FULL_TIER, LONGEST_FIRST, left_out, start_order
+
+pytest_plugins = ("pytester",)
 
 TESTS = Path(__file__).resolve().parents[1]
 FOUND = [p.name for p in TESTS.rglob("test_*.py")]
@@ -41,26 +43,29 @@ def test_the_full_tier_is_left_out_unless_asked_for():
     assert left_out(files, "", {"test_slurm.py"}) == {"test_learning.py"}  # named
 
 
-def collected(*args: str) -> set[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n0", *args],
-        cwd=TESTS.parent, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return {
-        Path(line.split("::")[0]).name
-        for line in done.stdout.splitlines()
-        if "::" in line
-    }
+def collected(pytester: pytest.Pytester, *args: str) -> tuple[set[str], str]:
+    """The files a run of tests/conftest.py's hooks over ``TIERED`` collects, and
+    what it prints."""
+    done = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:xdist", *args)
+    names = {line.split("::")[0] for line in done.outlines if "::" in line}
+    return names, done.stdout.str()
 
 
-def test_the_readme_command_runs_the_quick_tier_and_ci_the_full_one_too():
-    quick, full = collected("tests/e2e"), collected("tests/e2e", "-m", "full")
-    e2e = {p.name for p in (TESTS / "e2e").glob("test_*.py")}
-    assert full == set(FULL_TIER) & e2e and quick == e2e - full
-    assert quick >= {
-        "test_train_cpu.py",
-        "test_eval.py",
-        "test_serve.py",
-        "test_ask.py",
-    }
+TIERED = ("test_learning.py", "test_slurm.py", "test_eval.py", "test_serve.py")
+
+
+def test_the_readme_command_runs_the_quick_tier_and_ci_the_full_one_too(pytester):
+    pytester.makeconftest(
+        "from tests.conftest import pytest_collection_modifyitems, "
+        "pytest_terminal_summary  # noqa: F401"
+    )
+    pytester.makeini(
+        "[pytest]\nasyncio_default_fixture_loop_scope = function\nmarkers =\n    full: the full tier\n"
+    )
+    pytester.makepyfile(**{name[:-3]: "def test_it(): pass" for name in TIERED})
+    quick, said = collected(pytester)
+    assert quick == {"test_eval.py", "test_serve.py"}
+    assert f"CI runs it: {FULL_COMMAND}" in said
+    full, said = collected(pytester, "-m", "full")
+    assert full == {"test_learning.py", "test_slurm.py"} and "left out" not in said
+    assert collected(pytester, "test_slurm.py")[0] == {"test_slurm.py"}  # named: runs
