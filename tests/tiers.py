@@ -1,13 +1,14 @@
 """The suite's two tiers and the order its files start in (tests/conftest.py).
 
-The README's test command runs the quick tier: every unit and integration test,
-and the entry scripts in one process or against one server (the main job's SPMD
-run, LoRA, the eval, ask, the service, the trace page). The full tier (``-m
-full``, CI's next command) is the runs that take minutes each: the main job
-launched by AReaL's schedulers (single controller, two Ray nodes, Slurm, a node
-lost), the chains of runs (kill and resume, the smoke's three launches), the
-30-step learning run, the RULER task sweep and the benchmarks (docs/learning.md's
-needle probe among them).
+The README's test command runs the quick tier: what fits in 10 minutes on a slow
+2-core machine: every test of a single module, and the entry scripts end to end in
+one process or against one server (the main job in SPMD mode, LoRA, the eval, ask,
+the service, the preflight, the data scripts, the trace page). The full tier (``-m full``,
+CI's next command) is the rest, runs of minutes each: the main job launched by
+AReaL's schedulers (single controller, two Ray nodes, Slurm, a node lost), the
+chains of runs (kill and resume, the smoke's three launches), the 30-step
+learning run, the eval's variants (the paper preset, every RULER task, the
+RULER docs' data commands), the GPU recipes' preflight and the benchmarks.
 """
 
 from __future__ import annotations
@@ -25,6 +26,10 @@ FULL_TIER = (
     "test_bench_cold_cache.py",
     "test_bench_smoke.py",
     "test_needle_probe.py",
+    "test_bench.py",
+    "test_eval_paper.py",
+    "test_eval_docs_ruler.py",
+    "test_preflight_recipes.py",
 )
 FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 
