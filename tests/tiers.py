@@ -1,14 +1,16 @@
 """The suite's two tiers and the order its files start in (tests/conftest.py).
 
 The README's test command runs the quick tier: what fits in 10 minutes on a slow
-2-core machine: every test of a single module, and the entry scripts end to end in
-one process or against one server (the main job in SPMD mode, LoRA, the eval, ask,
+2-core machine: the unit and integration tests (but the few that run the GPU
+docs' commands or benchmarks), and the entry scripts end to end in one process or
+against one server (the main job in SPMD mode, LoRA, the eval, ask,
 the service, the preflight, the data scripts, the trace page). The full tier (``-m full``,
 CI's next command) is the rest, runs of minutes each: the main job launched by
 AReaL's schedulers (single controller, two Ray nodes, Slurm, a node lost), the
 chains of runs (kill and resume, the smoke's three launches), the 30-step
 learning run, the eval's variants (the paper preset, every RULER task, the
-RULER docs' data commands), the GPU recipes' preflight and the benchmarks.
+RULER docs' data commands), the GPU recipes' and docs' preflight (the 7B LoRA
+pair, vLLM) and the benchmarks.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ FULL_TIER = (
     "test_eval_paper.py",
     "test_eval_docs_ruler.py",
     "test_preflight_recipes.py",
+    "test_preflight_lora.py",
+    "test_gpu_docs_vllm.py",
 )
 FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 
