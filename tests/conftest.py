@@ -119,28 +119,26 @@ def pytest_collection_modifyitems(
     and its tier (``full``: tests/tiers.py); leave the full tier out unless asked
     for; start the files in ``start_order`` (the order within a file is kept)."""
     for item in items:
-        path = Path(str(item.fspath))
-        if path.parent.name in ("unit", "integration", "e2e"):
-            item.add_marker(getattr(pytest.mark, path.parent.name))
-    files = list(dict.fromkeys(Path(str(item.fspath)).name for item in items))
-    for item in items:
-        if Path(str(item.fspath)).name in FULL_TIER:
+        if item.path.parent.name in ("unit", "integration", "e2e"):
+            item.add_marker(getattr(pytest.mark, item.path.parent.name))
+        if item.path.name in FULL_TIER:
             item.add_marker(pytest.mark.full)
+    files = list(dict.fromkeys(item.path.name for item in items))
     named = {Path(arg.split("::")[0]).name for arg in config.args}
     dropped = left_out(files, config.option.markexpr, named)
     if dropped:
         config.hook.pytest_deselected(
-            items=[i for i in items if Path(str(i.fspath)).name in dropped]
+            items=[item for item in items if item.path.name in dropped]
         )
-        items[:] = [i for i in items if Path(str(i.fspath)).name not in dropped]
+        items[:] = [item for item in items if item.path.name not in dropped]
     users = {
-        Path(str(item.fspath)).name
+        item.path.name
         for item in items
         if "needle_model_dir" in getattr(item, "fixturenames", ())
     }
     order = start_order([f for f in files if f not in dropped], users)
     rank = {name: i for i, name in enumerate(order)}
-    items.sort(key=lambda item: rank[Path(str(item.fspath)).name])
+    items.sort(key=lambda item: rank[item.path.name])
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
