@@ -247,13 +247,27 @@ def test_the_service_answers_as_ask_does(service, runs, tmp_path):
 
 
 def test_32_concurrent_documents_are_each_answered_from_their_own(service):
-    """Held-out needle documents of 16 chunks (every other sentence another
-    name's code), all in flight at once: each answer is its own document's code."""
+    """Held-out needle documents of 9 to 16 chunks (every other sentence another
+    name's code), all in flight at once. Each reply is its own document's: its
+    request log line and its reply name that document's length, and the
+    answers score as the trained model does, far above the 0.25 of answers
+    crossed between requests: at least LEARNED, the length table's bar. (Its
+    16-chunk version, which asked for 32/32, got 32/32 on this machine and
+    30/32 on the CI machine: the same seed trains weights that differ there in
+    the last bits, and a near tie can go either way.)"""
     import openai
 
     from memagent_workflow.data.synthetic import make_needle
 
-    rows = make_needle(32, seed=4242, chunks=16, distractors=1.0, split="valid")
+    # blocks of 4 (each asks every code once), one length per block
+    lengths = [n for n in range(9, 17) for _ in range(4)]
+    rows = [
+        row
+        for n in range(9, 17)
+        for row in make_needle(
+            4, seed=4242 + n, chunks=n, distractors=1.0, split="valid"
+        )
+    ]
     client = openai.OpenAI(
         base_url=f"{service.base_url}/v1", api_key="-", max_retries=0
     )
@@ -271,10 +285,16 @@ def test_32_concurrent_documents_are_each_answered_from_their_own(service):
     before = len(service.request_lines())
     with ThreadPoolExecutor(len(rows)) as pool:
         replies = list(pool.map(ask, rows))
-    got = [r.model_extra["memagent"]["extracted"] for r in replies]
-    assert got == [row["answers"][0] for row in rows]
     lines = service.request_lines()[before:]
-    assert len(lines) == 32
-    assert all(
-        ": 200 answered; 96 document tokens, 16 chunks" in line for line in lines
-    )
+    assert len(lines) == len(rows) == 32
+    for n, reply in zip(lengths, replies, strict=True):
+        ext = reply.model_extra["memagent"]
+        assert ext["chunks"] == n, (n, ext)
+        (line,) = [x for x in lines if f"request {reply.id}: " in x]
+        assert (
+            f": 200 answered; {ext['document_tokens']} document tokens, "
+            f"{ext['chunks']} chunks" in line
+        ), line
+    got = [r.model_extra["memagent"]["extracted"] for r in replies]
+    right = sum(g == row["answers"][0] for g, row in zip(got, rows, strict=True))
+    assert right / len(rows) >= LEARNED, got
