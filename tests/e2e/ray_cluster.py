@@ -9,7 +9,7 @@ name as the job's logs write it and its raylet's pid (to lose the node).
 
 from __future__ import annotations
 
-import os
+import contextlib
 import re
 import shlex
 import signal
@@ -17,6 +17,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+import psutil
 
 from standin.launch import find_free_port
 
@@ -79,8 +81,15 @@ class RayNodes:
         return {"RAY_ADDRESS": self.address}
 
     def lose(self, index: int) -> None:
-        """Node ``index``'s raylet killed, as a machine that dies."""
-        os.kill(self.nodes[index].raylet_pid, signal.SIGKILL)
+        """Node ``index`` lost as a machine that dies: its raylet and every
+        process under it (Ray's workers, the inference server a worker
+        started) SIGKILLed at once. Killing the raylet alone leaves its workers
+        answering for about a second (measured here), time enough for a fast
+        machine to finish a step on a node that is already gone."""
+        raylet = psutil.Process(self.nodes[index].raylet_pid)
+        for proc in [*raylet.children(recursive=True), raylet]:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                proc.send_signal(signal.SIGKILL)
 
     def stop(self) -> None:
         if self.proc.poll() is None:
