@@ -35,7 +35,13 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 
 def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """A folder of this session that every pytest-xdist worker sees (the
-    session's base temp folder is per worker; its parent is the run's)."""
+    session's base temp folder is per worker; its parent is the run's).
+
+    With ``MEMAGENT_TEST_BUILDS`` set, a folder there instead: ``.ci/run`` sets
+    it so that the full tier reuses the quick tier's model builds (one clone,
+    one code: a build is reused only while its key matches, as ever)."""
+    if builds := os.environ.get("MEMAGENT_TEST_BUILDS"):
+        return Path(builds) / name
     base = tmp_path_factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
 

@@ -69,3 +69,23 @@ def test_the_readme_command_runs_the_quick_tier_and_ci_the_full_one_too(pytester
     full, said = collected(pytester, "-m", "full")
     assert full == {"test_learning.py", "test_slurm.py"} and "left out" not in said
     assert collected(pytester, "test_slurm.py")[0] == {"test_slurm.py"}  # named: runs
+
+
+def test_the_builds_go_where_ci_keeps_them_for_both_tiers(
+    tmp_path_factory, tmp_path, monkeypatch
+):
+    from tests.conftest import shared_dir
+
+    monkeypatch.delenv("MEMAGENT_TEST_BUILDS", raising=False)
+    own = shared_dir(tmp_path_factory, "needle_model")
+    assert own.parent in (
+        tmp_path_factory.getbasetemp(),
+        tmp_path_factory.getbasetemp().parent,
+    )
+    # .ci/run's folder: the full tier's session finds the quick tier's builds
+    monkeypatch.setenv("MEMAGENT_TEST_BUILDS", str(tmp_path))
+    assert shared_dir(tmp_path_factory, "needle_model") == tmp_path / "needle_model"
+    ci = (TESTS.parent / ".ci" / "run").read_text()
+    assert ci.index('export MEMAGENT_TEST_BUILDS="$PWD/.ci/builds"') < ci.index(
+        FULL_COMMAND
+    )
