@@ -52,7 +52,7 @@ def recover_dirs(config: RecoverConfig) -> tuple[Path, list[Path]]:
     models = sorted(
         p / CHECKPOINT_DIR
         for p in root.iterdir()
-        if p.is_dir() and not p.name.startswith("recover_info")
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith("recover_info")
     )
     return info, models
 

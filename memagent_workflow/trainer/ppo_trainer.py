@@ -3,7 +3,7 @@
 `MemAgentPPOTrainer` is `PPOTrainer` whose stats logger is a `StepReport`
 (one line per step, ``steps.jsonl`` and ``learning_curve.png``), whose actor
 counts tied groups and, given ``memagent.skip_tied_groups``, keeps them out of
-its passes (`memagent_workflow.trainer.tied_groups`), and with five changes for
+its passes (`memagent_workflow.trainer.tied_groups`), and with six changes for
 recovery:
 
 * the train data loader is a `QuestionLedger`: a resumed run trains every
@@ -13,19 +13,16 @@ recovery:
   ``prepare_batch`` tells the ledger which questions each step trains);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
 * servers left paused by a trainer that died in a weight update are resumed;
-* a start-up that fails after the scheduler started workers stops them.
+* a start-up that fails after the scheduler started workers stops them;
+* when training ends or stops, ``latest`` names the newest HF checkpoint
+  (`memagent_workflow.trainer.latest`).
 
-With ``actor.kl_loss_coef > 0`` (the original MemAgent's KL loss,
-`memagent_workflow.trainer.kl_loss`) it builds AReaL's reference model (``ref:``)
-even when ``actor.kl_ctl`` is 0, for which AReaL builds none; AReaL's training
-loop then computes the batch's ``ref_logp`` as it does for ``kl_ctl``. An FSDP
-reference is an ``actor_cls`` engine, as the actor is: both compute log-probs
-the same way.
-
-And the controllers' own ports (the rollout controller's callback server, the
-train controller's gloo group), which AReaL draws from ``random`` seeded by
-``config.seed``, are drawn from an OS-seeded state (`private_random`): two runs
-with one seed, started at once, would draw the same ones.
+With ``actor.kl_loss_coef > 0`` (the original's KL loss, `memagent_workflow.trainer.kl_loss`)
+it builds AReaL's reference model (``ref:``), an ``actor_cls`` engine, even when
+``actor.kl_ctl`` is 0; AReaL's loop then computes ``ref_logp`` as for ``kl_ctl``.
+The controllers' own ports, which AReaL draws from ``random`` seeded by
+``config.seed``, come from an OS-seeded state (`private_random`): two runs with
+one seed, started at once, would draw the same ones.
 
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The private methods of `PPOTrainer` overridden
@@ -61,6 +58,7 @@ from memagent_workflow.recovery.ledger import (
 from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.trainer.actor import MemAgentPPOActor
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
+from memagent_workflow.trainer.latest import point_latest
 from memagent_workflow.trainer.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -216,15 +214,30 @@ class MemAgentPPOTrainer(PPOTrainer):
         try:
             super().train(*args, **kwargs)
         except BaseException as exc:
+            self._point_latest()
             logger.error(
                 f"Training stopped. {self._nodes_lost()}{self._servers_down(exc)}"
                 f"{self._resume_advice()}"
             )
             raise
+        self._point_latest()
         if isinstance(self.train_dataloader, QuestionLedger):
             self.train_dataloader.log_untrained()
         if isinstance(self.stats_logger, StepReport) and StepReport.on_rank0():
             logger.info(self.stats_logger.summary())
+
+    def _point_latest(self) -> None:
+        """Rank 0 points ``latest`` at the newest HF checkpoint, and says where."""
+        if int(os.environ.get("RANK", "0")) != 0:
+            return
+        s = self.config.saver
+        try:
+            link = point_latest(s.experiment_name, s.trial_name, s.fileroot)
+        except OSError as exc:  # never in the way of the run's own outcome
+            logger.warning(f"could not point the `latest` checkpoint link: {exc}")
+            return
+        if link is not None:
+            logger.info(f"newest HF checkpoint: {link} -> {link.resolve().name}")
 
     def _init_scheduler(self) -> Any:
         # Ports unique per run and a bounded worker start (two runs side by side).

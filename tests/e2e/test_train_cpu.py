@@ -96,6 +96,13 @@ def test_the_server_serves_exactly_the_weights_the_actor_saved(run):
     assert run["state"]["digest"] != run["initial"]
 
 
+def test_latest_names_the_checkpoint_the_run_saved(run):
+    # the trial's checkpoint folder: <trial>/default/epoch..globalstep2, <trial>/latest
+    latest = run["checkpoint"].parent.parent / "latest"
+    assert latest.resolve() == run["checkpoint"].resolve()
+    assert run["checkpoint"].name.endswith("globalstep2")
+
+
 def test_one_disk_weight_update_per_step(run):
     assert run["state"]["n_updates"] == 2
     assert [s["step"] for s in run["steps"]] == [1, 2]
