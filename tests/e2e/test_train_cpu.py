@@ -97,10 +97,11 @@ def test_the_server_serves_exactly_the_weights_the_actor_saved(run):
 
 
 def test_latest_names_the_checkpoint_the_run_saved(run):
-    # the trial's checkpoint folder: <trial>/default/epoch..globalstep2, <trial>/latest
+    # the trial's checkpoint folder: <trial>/default/epoch..globalstep1 (the
+    # second step's, counted from 0) and <trial>/latest, which names it
     latest = run["checkpoint"].parent.parent / "latest"
     assert latest.resolve() == run["checkpoint"].resolve()
-    assert run["checkpoint"].name.endswith("globalstep2")
+    assert run["checkpoint"].name.endswith("globalstep1")
 
 
 def test_one_disk_weight_update_per_step(run):
