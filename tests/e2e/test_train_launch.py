@@ -212,8 +212,8 @@ HEAD = "uv run python -m standin.train --config config_cpu.yaml "
 
 
 def readme_overrides() -> list[str]:
-    """The overrides of the README's vLLM command (its CPU section)."""
-    text = (ROOT / "README.md").read_text()
+    """The overrides of the vLLM command of docs/cpu.md (the README's CPU page)."""
+    text = (ROOT / "docs" / "cpu.md").read_text()
     line = next(x for x in text.splitlines() if "rollout.backend=vllm" in x)
     assert line.startswith(HEAD), line
     return shlex.split(line[len(HEAD) :].split("#", 1)[0])

@@ -30,10 +30,17 @@ def test_quick_start_is_two_commands_and_ci_runs_the_test_one():
     assert (ROOT / "config_cpu.yaml").is_file()
 
 
+def test_the_cpu_page_shows_the_readme_commands():
+    page = (ROOT / "docs" / "cpu.md").read_text()
+    block = re.search(r"```bash\n(.*?)```", page, re.S).group(1)
+    lines = [line.split("#", 1)[0].strip() for line in block.splitlines()]
+    assert [line for line in lines if line] == quick_start_commands()
+
+
 def test_the_tensorboard_command_reads_where_the_main_job_writes():
     from standin.train import load_config
 
-    section = (ROOT / "README.md").read_text().split("## What you will see", 1)[1]
+    section = (ROOT / "docs" / "cpu.md").read_text().split("## What you will see", 1)[1]
     block = re.search(r"```bash\n(.*?)```", section, re.S).group(1).strip()
     program, logdir = re.fullmatch(r"(uvx tensorboard) --logdir (\S+)", block).groups()
     board = load_config(["--config", "config_cpu.yaml"]).stats_logger.tensorboard.path
