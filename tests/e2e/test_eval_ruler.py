@@ -1,4 +1,4 @@
-"""docs/eval.md's CPU rows for RULER tasks and baselines, run as written against the
+"""docs/eval-ruler.md's CPU rows for RULER tasks and baselines, run as written against the
 stand-in: MemAgent on every RULER task, then full_context and no_context, all into
 one output folder and one table. Test-only overrides are appended to keep it cheap:
 scratch folders, the session's tiny model, one sample per file, RULER-HQA at N=12,

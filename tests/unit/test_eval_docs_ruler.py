@@ -1,4 +1,4 @@
-"""docs/eval.md's RULER section as written: the data command for the paper's OOD
+"""docs/eval-ruler.md's RULER section as written: the data command for the paper's OOD
 table runs verbatim (the real Qwen2.5 vocabulary under its hub name, offline; our
 own essay and SQuAD files under the names shown; at 8K tokens, one sample per
 file, through appended test-only overrides), and every GPU eval row has its CPU
@@ -31,7 +31,7 @@ SECTION = "## RULER tasks and baselines"
 
 def blocks() -> list[list[list[str]]]:
     """The section's bash blocks, as commands (continuations joined, comments dropped)."""
-    text = (ROOT / "docs" / "eval.md").read_text().split(SECTION, 1)[1]
+    text = (ROOT / "docs" / "eval-ruler.md").read_text().split(SECTION, 1)[1]
     text = text.split("\n## ", 1)[0]
     out = []
     for block in re.findall(r"```bash\n(.*?)```", text, re.S):
