@@ -1,9 +1,11 @@
-"""docs/gpu.md, the GPU quick start: at most 150 lines, every page it links
-there, and every command in it tested as written: each is one of the forms
-below, checked against what it names (the lock, the entry script's parser and
-config loader, the folders the run writes), or the CPU smoke that
-tests/e2e/test_smoke.py runs. A command added to the page without a check here
-fails `test_every_command_is_checked`."""
+"""docs/gpu.md, the GPU path from a fresh node: every page it links there, and
+every command in it tested as written: each is one of the forms below, checked
+against what it names (the lock, the entry script's parser and config loader,
+the folders the run writes, the checkpoint link training writes), or the CPU
+smoke that tests/e2e/test_smoke.py runs. A command added to the page without a
+check here fails `test_every_command_is_checked`. The released model's commands
+(its eval and service under the paper preset) are checked in
+tests/unit/test_released_model_docs.py."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from memagent_workflow.smoke import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "gpu.md"
+RELEASED = "BytedTsinghua-SIA/RL-MemoryAgent-14B"  # the original's released MemAgent
 FLASH_WHEEL = re.compile(
     r'uv pip install --no-deps "https://github\.com/Dao-AILab/flash-attention/releases/'
     r"download/v2\.8\.3/flash_attn-2\.8\.3\+cu12torch(\d+\.\d+)cxx11abiTRUE-"
@@ -46,13 +49,24 @@ def argv(cmd: str) -> list[str]:
 
 def by_form() -> dict[str, list[str]]:
     forms = {
-        "install": [], "flash": [], "data": [], "eval data": [], "preflight": [],
+        "install": [], "flash": [], "model": [], "data": [], "eval source": [],
+        "eval data": [], "released eval": [], "released serve": [], "preflight": [],
         "measured": [], "smoke": [], "train": [], "steps": [], "tensorboard": [],
-        "cpu smoke": [],
+        "checkpoint": [], "eval": [], "serve": [], "cpu smoke": [],
     }  # fmt: skip
     for c in commands():
         if c in ("uv sync --extra gpu", "source .venv/bin/activate"):
             forms["install"].append(c)
+        elif c.startswith("hf download "):
+            forms["model"].append(c)
+        elif c.startswith("wget "):
+            forms["eval source"].append(c)
+        elif c.startswith(("python3 examples/eval.py ", "python3 examples/serve.py ")):
+            released = f"actor.path={RELEASED}" in shlex.split(c)
+            kind = "eval" if "/eval.py" in c else "serve"
+            forms[f"released {kind}" if released else kind].append(c)
+        elif c.startswith("CKPT="):
+            forms["checkpoint"].append(c)
         elif FLASH_WHEEL.fullmatch(c) or c.startswith("python3 -c "):
             forms["flash"].append(c)
         elif c.startswith("uv run python examples/prepare_data.py "):
@@ -78,12 +92,72 @@ def by_form() -> dict[str, list[str]]:
     return forms
 
 
-def test_the_page_is_a_quick_start():
-    assert len(PAGE.read_text().splitlines()) <= 150
+def test_the_page_goes_from_a_fresh_node_to_training_in_order():
     headings = re.findall(r"^## (\d)\. (\w+)", PAGE.read_text(), re.M)
+    assert [int(h[0]) for h in headings] == list(range(1, 10))
     assert [h[1] for h in headings] == [
-        "Install", "Data", "Preflight", "Smoke", "Launch", "Watch"
+        "Install", "Models", "Data", "The", "Preflight", "Smoke", "Launch", "Watch",
+        "Evaluate",
     ]  # fmt: skip
+    # its first lines say what has run on a GPU, and what config.yaml costs
+    head = PAGE.read_text().split("\n## ", 1)[0]
+    assert "What has run on a GPU, and what has not" in head
+    assert "What `config.yaml` costs, per the preflight" in head
+
+
+def test_python_is_pinned_to_the_flash_wheels_python():
+    pinned = (ROOT / ".python-version").read_text().strip()
+    wheel = by_form()["flash"][0]
+    _, major, minor = FLASH_WHEEL.fullmatch(wheel).groups()
+    assert pinned == f"{major}.{minor}"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    low, high = re.search(
+        r'requires-python = ">=(3\.\d+),<(3\.\d+)"', pyproject
+    ).groups()
+    assert int(low[2:]) <= int(minor) < int(high[2:])
+
+
+def test_the_models_downloaded_are_the_ones_the_commands_read(config):
+    ids = [shlex.split(c)[2] for c in by_form()["model"]]
+    assert ids == [config.actor.path, RELEASED]
+    assert '\nname = "huggingface-hub"\n' in (ROOT / "uv.lock").read_text()  # `hf`
+
+
+def test_the_eval_source_is_fetched_under_the_name_the_data_command_reads():
+    from examples import prepare_eval_data
+
+    (fetch,) = by_form()["eval source"]
+    url = shlex.split(fetch)[1]
+    (cmd,) = by_form()["eval data"]
+    args = prepare_eval_data._parser().parse_args(shlex.split(cmd)[4:])
+    assert url.rsplit("/", 1)[1] == str(args.source) == "hotpot_dev_distractor_v1.json"
+
+
+def test_the_checkpoint_is_the_latest_link_training_writes(config, monkeypatch):
+    from memagent_workflow.trainer.latest import latest_link
+
+    monkeypatch.setattr(os, "makedirs", lambda *a, **k: None)
+    (line,) = by_form()["checkpoint"]
+    path = argv(line.replace("CKPT=", "", 1))[0]
+    saver = config.saver
+    link = latest_link(saver.experiment_name, saver.trial_name, saver.fileroot)
+    assert Path(path) == link
+    for kind in ("eval", "serve"):
+        (cmd,) = by_form()[kind]
+        assert "actor.path=$CKPT" in shlex.split(cmd), cmd
+
+
+def test_the_checkpoints_eval_and_service_load_as_the_released_models_do():
+    from tests.unit.test_released_model_docs import load_command
+
+    (released,) = [c for c in by_form()["released eval"] if "eval.lengths" not in c]
+    for kind in ("eval", "serve"):
+        (cmd,) = by_form()[kind]
+        cfg = load_command(cmd.replace("$CKPT", "/some/checkpoint"))
+        assert cfg.actor.path == "/some/checkpoint" and cfg.eval.preset is None
+    ours, theirs = (shlex.split(c) for c in (by_form()["eval"][0], released))
+    keep = lambda args: [a for a in args if not a.startswith(("actor.path=", "eval."))]  # noqa: E731
+    assert keep(ours) == keep(theirs)
 
 
 def test_every_linked_page_is_there():
