@@ -26,10 +26,10 @@ def ask_command() -> str:
     return next(line for line in ask_block() if "standin.ask" in line)
 
 
-def checkpoint_glob() -> str:
-    """The block's ``CKPT=$(ls -d PATTERN)`` line's pattern."""
+def checkpoint_path() -> str:
+    """The block's ``CKPT=PATH`` line's path (``$USER`` unexpanded)."""
     line = next(line for line in ask_block() if line.startswith("CKPT="))
-    return line.removeprefix("CKPT=$(ls -d ").removesuffix(")")
+    return line.removeprefix("CKPT=")
 
 
 def run_ask(ckpt: Path, root: Path, extra: str = "") -> subprocess.CompletedProcess:

@@ -37,18 +37,19 @@ chunk; held-out 0.47), if the advantage's sign is flipped, if only the final
 turn is trained, or if the server keeps serving the initial weights (closing notes of issues 10 and 18).
 """
 
-import glob
+import getpass
 import json
 import re
 import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from bench.learning import CHANCE, config_value, train_run
-from tests.e2e.ask_command import REPO, checkpoint_glob, page_sample, run_ask
+from tests.e2e.ask_command import REPO, checkpoint_path, page_sample, run_ask
 from tests.e2e.serve_command import at, block, docs_service
 
 SEED = 0
@@ -144,14 +145,14 @@ def test_the_traces_split_every_miss_and_the_wiped_memory_keeps_nothing(runs):
 
 
 def trained_checkpoint(runs) -> str:
-    """docs/trace.md's (and docs/serve.md's) $CKPT: the main job's last HF
-    checkpoint (its step there: config_cpu.yaml's 40 steps; this run's: STEPS),
-    found by the docs' pattern."""
-    docs_step = f"globalstep{config_value('total_train_steps') - 1}"
-    pattern = checkpoint_glob().replace("outputs/cpu/areal", str(runs[2]))
-    assert pattern.endswith(docs_step)
-    (ckpt,) = glob.glob(pattern.replace(docs_step, f"globalstep{STEPS - 1}"))
-    return ckpt
+    """docs/trace.md's (and docs/serve.md's) $CKPT: the `latest` link the main
+    job's trainer points at its last HF checkpoint (config_cpu.yaml's 40 steps;
+    this run's: STEPS), as the docs name it."""
+    path = checkpoint_path().replace("$USER", getpass.getuser())
+    assert path.startswith("outputs/cpu/areal/") and path.endswith("/trial0/latest")
+    ckpt = Path(path.replace("outputs/cpu/areal", str(runs[2]), 1))
+    assert ckpt.resolve().name.endswith(f"globalstep{STEPS - 1}")
+    return str(ckpt)
 
 
 def test_the_docs_ask_command_finds_the_code_with_the_trained_checkpoint(
