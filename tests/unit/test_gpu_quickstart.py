@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from examples import preflight, smoke
 from examples.train import load_config
@@ -227,6 +228,33 @@ def test_preflight_smoke_and_launch_are_one_launch(config):
     args, rest = smoke.parse(launch(run))
     assert rest == launch(train) and args.child is None
     assert config.scheduler.type == "local"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="here: the CPU's verdicts")
+def test_the_preflight_command_runs_here_as_written(capsys, monkeypatch, tmp_path):
+    """Step 5's command, verbatim, on this CPU machine (offline), after step 2:
+    the model's config.json in the hub cache (its published numbers, written
+    where `hf download` puts it). The run's estimate, the memory rows estimated,
+    then the table failing on what a CPU lacks."""
+    import huggingface_hub.constants
+
+    from tests.unit.preflight_fakes import QWEN25_7B, write_model
+
+    repo = tmp_path / "models--Qwen--Qwen2.5-7B-Instruct"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    write_model(repo / "snapshots" / ("0" * 40), QWEN25_7B)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path))
+    (cmd,) = by_form()["preflight"]
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    code = preflight.main(shlex.split(cmd)[2:])
+    out = capsys.readouterr().out
+    assert code == 1  # blocking items: no GPU here
+    assert re.search(r"^run estimate: 400 steps \(total_train_steps\)", out, re.M)
+    assert re.search(r"^hardware: GPUs +\| 0 visible.*\| FAIL$", out, re.M), out
+    assert "memory: FSDP actor per GPU" in out and "7.62B params" in out
+    assert "run where the model is cached" not in out
 
 
 def test_the_measured_file_is_the_one_the_smoke_writes(config, monkeypatch):
