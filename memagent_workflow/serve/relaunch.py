@@ -55,9 +55,20 @@ class ServedEngine:
         await asyncio.to_thread(self.open)
 
     @property
+    def remote(self) -> Any:
+        """AReaL's `RemoteInfEngine` behind the client (its servers, its
+        routing), which `RemoteSGLangEngine` and `RemotevLLMEngine` wrap."""
+        return getattr(self.client, "_engine", self.client)
+
+    @property
     def addresses(self) -> list[str]:
         """``host:port`` of every model server (what is probed)."""
-        return list(getattr(self.client, "addresses", None) or [])
+        return list(getattr(self.remote, "addresses", None) or [])
+
+    @property
+    def rid_to_address(self) -> dict[str, str]:
+        """The server each request's episode was sent to."""
+        return getattr(self.remote, "rid_to_address", {})
 
     async def agenerate(self, req: ModelRequest) -> ModelResponse:
         return await self.client.agenerate(req)
