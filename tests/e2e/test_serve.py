@@ -5,8 +5,9 @@ the warm-started needle model. One service and one stand-in for the file.
 
 A stream parsed by the client, one event per chunk; the engine paused so that
 episodes stay in flight: the cap, the queue and its 429, a disconnect freeing
-its place; the engine killed mid-request (503, /health answering) and, once it
-is back on its address, the next request answered; every limit, a bad body, a
+its place; the engine killed mid-request (503 in words, /health 503 with the
+cause, the next request refused at once) and, once it is back on its address,
+used again; every limit, a bad body, a
 missing or wrong key, and a non-loopback address without a key refused. The
 trained checkpoint's answers (docs/serve.md's commands as written, ``ask.py``'s
 answer, 32 concurrent documents): tests/e2e/test_learning.py.
@@ -206,17 +207,30 @@ def test_a_killed_engine_is_503_and_once_back_the_next_request_is_answered(stack
         call.get()
     assert failed.value.status_code == 503
     error = failed.value.body
-    assert error["code"] == "engine_unavailable" and server.addr in error["message"]
-    assert service.health()["status"] == "ok"  # the service itself stays up
+    # in words, naming the server; the service stays up and says why on /health
+    assert error["code"] == "engine_unavailable"
+    assert error["message"].startswith(f"the model server at {server.addr} ")
+    down = health_status(service)
+    assert down[0] == 503 and server.addr in down[1]["cause"]
+    with pytest.raises(openai.InternalServerError):  # known down: refused at once
+        ask(service)
     server.stop()
     servers.append(start_standin(model, root / "standin2.log", port=server.port))
+    # named by address, never restarted by the service: used again once it answers
+    wait_for(lambda: health_status(service)[0] == 200)
     answer = ask(service)  # the same address, a new engine
     assert answer.model_extra["memagent"]["chunks"] == 64
-    assert (
-        service.request_lines()[-2]
-        .split(": ", 1)[1]
-        .startswith("503 engine_unavailable;")
-    )
+    outcomes = [line.split(": ", 1)[1] for line in service.request_lines()[-3:]]
+    assert outcomes[0].startswith("503 engine_unavailable; 384 document tokens")
+    assert outcomes[1].startswith("503 engine_unavailable; - document tokens")
+
+
+def health_status(service: Service) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{service.base_url}/health", timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
 
 
 def refusal(service, body: bytes, headers: dict) -> tuple[int, dict]:

@@ -4,7 +4,8 @@ the engine known down (``/health`` 503 with the cause, new requests 503 at once,
 calls in flight given up), bounded restarts, a cause that does not outlive a
 retry that succeeded, a queued client that leaves, the queue closed on shutdown
 and its byte budget, a question refused by length before it is tokenized, and
-an unexpected error inside a stream. The running service: tests/e2e/test_serve_faults.py.
+an unexpected error inside a stream. The running service: tests/e2e/test_serve_recovery.py
+and tests/e2e/test_serve_shutdown.py.
 """
 
 from __future__ import annotations
