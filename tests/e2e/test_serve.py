@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -233,6 +234,27 @@ def health_status(service: Service) -> tuple[int, dict]:
         return err.code, json.loads(err.read())
 
 
+def test_concurrent_answers_equal_the_same_requests_run_alone(stack):
+    """Distinct documents, two in flight at once and one queued (turns
+    interleaved and batched on the engine), at temperature 0: each reply is
+    exactly the reply the same request gets alone."""
+    from memagent_workflow.data.synthetic import make_needle
+
+    service = stack[0]
+    rows = make_needle(6, seed=77, chunks=12, distractors=1.0, split="valid")
+
+    def run(row):
+        reply = ask(service, row["context"], row["question"])
+        ext = reply.model_extra["memagent"]
+        return reply.choices[0].message.content, ext["final_memory"], ext["chunks"]
+
+    with ThreadPoolExecutor(3) as pool:  # serve.max_episodes=2, serve.max_queue=1
+        together = list(pool.map(run, rows))
+    alone = [run(row) for row in rows]
+    assert together == alone
+    assert len({memory for _, memory, _ in alone}) > 1  # the documents differ
+
+
 def refusal(service, body: bytes, headers: dict) -> tuple[int, dict]:
     req = urllib.request.Request(
         f"{service.base_url}/v1/chat/completions", body, headers
@@ -284,14 +306,19 @@ def test_limits_bad_bodies_and_keys_are_refused_in_openais_error_body(stack):
         client(service).chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "q"}]
         )
+    with pytest.raises(openai.BadRequestError) as refused:
+        ask(service, tools=[{"type": "function", "function": {"name": "f"}}])
+    assert refused.value.body["param"] == "tools"
+    with pytest.raises(openai.NotFoundError):
+        client(service).completions.create(model="memagent", prompt="q")
     assert service.health()["episodes_running"] == 0
     codes = [
-        line.split(": ", 1)[1].split(";")[0] for line in service.request_lines()[-8:]
+        line.split(": ", 1)[1].split(";")[0] for line in service.request_lines()[-9:]
     ]
     assert codes == [
         "401 invalid_api_key", "401 invalid_api_key", "400 invalid_json",
         "400 invalid_value", "413 document_too_large", "413 too_many_chunks",
-        "400 question_too_long", "404 model_not_found",
+        "400 question_too_long", "404 model_not_found", "400 unsupported_parameter",
     ]  # fmt: skip
 
 
