@@ -73,8 +73,8 @@ def call(url: str, row: dict[str, Any], stream: bool) -> dict[str, Any]:
                 json.loads(x[6:]) for x in text.splitlines() if x.startswith("data: {")
             ]
             errors = [e["error"] for e in events if "error" in e]
-            if errors:
-                out["status"], out["code"] = 500, f"stream:{errors[0]['code']}"
+            if errors:  # after the 200: an error event ends the stream
+                out["code"] = f"error event {errors[0]['code']}"
             final = [
                 e for e in events if e.get("memagent", {}).get("extracted") is not None
             ]
