@@ -89,6 +89,8 @@ class EngineHealth:
         out: dict[str, object] = {"engine": "ok" if self.up else "down"}
         if not self.up:
             out["cause"] = self.cause
+        if self.failed:
+            out["failed_probes"] = self.failed  # in a row, to this moment
         if self.restarts:
             out["engine_restarts"] = self.restarts
         return out

@@ -180,6 +180,7 @@ async def test_a_launched_engine_is_restarted_at_most_serve_max_restarts_times()
     assert health.report() == {
         "engine": "down",
         "cause": "the model server at h:1 refused the connection",
+        "failed_probes": 6,  # in a row since the last restart (probes 5 to 10)
         "engine_restarts": 2,
     }
     state["down"] = False

@@ -192,8 +192,13 @@ def test_an_unreachable_engine_is_503_and_a_failing_one_502():
         "Failed after 3 retries each. Last error: ClientResponseError(500)"
     )
     assert engine_failure(broken, "").status == 502
-    assert cause(ValueError("x" * 2000)) == ("the model server failed (ValueError)", False)
-    hung = EngineDown("the model server at h:1 did not answer within 5 s", timed_out=True)
+    assert cause(ValueError("x" * 2000)) == (
+        "the model server failed (ValueError)",
+        False,
+    )
+    hung = EngineDown(
+        "the model server at h:1 did not answer within 5 s", timed_out=True
+    )
     assert (engine_failure(hung, "").status, engine_failure(hung, "").code) == (
         504,
         "engine_timeout",
