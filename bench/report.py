@@ -20,6 +20,7 @@ FILES = (
     "actor",
     "length",
     "serve",
+    "serve_faults",
 )
 TITLES = {
     "overhead": "1. Driver overhead per turn",
@@ -31,6 +32,7 @@ TITLES = {
     "actor": "7. The actor update: where its time goes, and what two options save",
     "length": "8. Length: trained on short documents, read at up to 256 chunks",
     "serve": "10. The service: OpenAI's chat API in front of the engine",
+    "serve_faults": "11. The service under faults and load",
 }
 PLOT = "loop.png"
 PREVIOUS = "loop.previous.json"  # the loop result a new run replaced (run.py)
@@ -57,6 +59,7 @@ RENDER = {
     "actor": report_actor.actor,
     "length": report_sections.length,
     "serve": report_serve.serve,
+    "serve_faults": report_serve.faults,
 }
 
 
@@ -124,7 +127,7 @@ def render(
     lines += [
         "Reproduce with `uv run python bench/run.py` (all seven, about an hour on 2 "
         "cores depending on the load; "
-        "`--only overhead|async|replay|loop|scaling|learning|actor|length|serve` for some, `--smoke` "
+        "`--only overhead|async|replay|loop|scaling|learning|actor|length|serve|serve_faults` for some, `--smoke` "
         "for toy sizes). "
         "Raw numbers: `bench/results/*.json`.",
         "",

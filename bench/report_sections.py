@@ -12,7 +12,9 @@ def status_cell(t: dict[str, Any]) -> str:
 
 
 def ratio_cell(t: dict[str, Any]) -> str:
-    r = t["ratio"]
+    r = t.get("ratio")
+    if r is None:  # a count or a growth: no ratio to a target
+        return "-"
     return f"{r:.4f}" if "R²" in t["target"] else f"{r:.2f}"
 
 

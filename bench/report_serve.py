@@ -38,3 +38,43 @@ def serve(r: dict[str, Any]) -> list[str]:
         "|in process: turns/s|ms / turn|service's cost, ms / turn",
         rows,
     )
+
+
+def faults(r: dict[str, Any]) -> list[str]:
+    c, soak = r["config"], r["soak"]
+    out = [
+        "`python -m standin.serve` as docs/serve.md's CPU command runs it (its own "
+        "stand-in server on the warm-started needle model, the default `serve.*` "
+        f"deadlines), {c['clients']} concurrent clients per phase (half streamed, "
+        "needle documents of 16 chunks, greedy): the server healthy, hung (SIGSTOP), "
+        "killed (SIGKILL), and once the service has started it again. Answered right: "
+        "the needle's answer (the warm-started model is not trained for the task); "
+        "as when healthy: the healthy phase's answer to the same request. A client that gets "
+        f"nothing within {c['client_timeout_s']} s is left hanging. Memory: the "
+        "service's RSS; files: its open descriptors.",
+        "",
+        *targets(r),
+    ]
+    rows = [
+        f"{name}|{p['answered']}|{p['right']}|{p['as_before']}|"
+        + (", ".join(f"{k}: {v}" for k, v in sorted(p["errors"].items())) or "-")
+        + f"|{p['longest_to_error_s']:.1f}|{p['hanging']}"
+        f"|{p['before']['rss_mb']:.0f} / {p['after']['rss_mb']:.0f}"
+        f"|{p['before']['fds']} / {p['after']['fds']}"
+        for name, p in r["phases"].items()
+    ]
+    out += table(
+        "phase|answered|answered right|as when healthy|errors (status code: clients)"
+        "|longest to an error, s|hanging|memory MB before / after|open files before / after",
+        rows,
+    )
+    samples = soak["samples"]
+    out += [
+        "",
+        f"Soak: {soak['rate_per_s']:g} requests/s for {soak['seconds']:.0f} s, "
+        f"{soak['requests']} requests, {soak['answered']} answered, {soak['right']} right; "
+        "the service's memory (MB) and open files every 30 s: "
+        + ", ".join(f"{s['rss_mb']:.0f}/{s['fds']}" for s in samples)
+        + ".",
+    ]
+    return out

@@ -25,10 +25,11 @@ BENCHMARKS = {
     "actor": "bench.actor",
     "length": "bench.length",
     "serve": "bench.serve",
+    "serve_faults": "bench.serve_faults",
 }
 # Not in a --smoke run of everything: their toy versions cost minutes, and
 # tests/e2e/test_learning.py runs the same train_run path for real.
-NOT_IN_SMOKE = ("learning", "actor", "length", "serve")
+NOT_IN_SMOKE = ("learning", "actor", "length", "serve", "serve_faults")
 RESULT_NAMES = {
     "overhead": "overhead",
     "async": "async_vs_lockstep",
@@ -39,6 +40,7 @@ RESULT_NAMES = {
     "actor": "actor",
     "length": "length",
     "serve": "serve",
+    "serve_faults": "serve_faults",
 }
 
 

@@ -2,7 +2,7 @@
 document of any length and a question, MemAgent reads it chunk by chunk.
 
     python3 examples/serve.py --config config_eval.yaml actor.path=CKPT \\
-        [overrides] [--host H] [--port P] [--api-key KEY]
+        [overrides] [--host H] [--port P] [--api-key-file FILE]
 
 ``POST /v1/chat/completions`` (the last user message is the question, the
 messages before it, or ``memagent.document``, the document), ``GET /v1/models``,
@@ -11,8 +11,10 @@ prompts, chunking and answer protocol, the same ``--config`` and overrides)
 against the model servers: ``scheduler.type=local`` has AReaL launch SGLang or
 vLLM, ``AREAL_LLM_SERVER_ADDRS=host:port`` names running ones. Listens on
 127.0.0.1 unless told otherwise; any other address needs an API key
-(``MEMAGENT_API_KEY`` or ``--api-key``). docs/serve.md has the commands, the
-limits (``serve:``) and a run without a GPU.
+(``MEMAGENT_API_KEY``, or a file: ``--api-key-file``, ``MEMAGENT_API_KEY_FILE``).
+The model servers are probed; launched ones that die are started again.
+docs/serve.md has the commands, the limits (``serve:``) and a run without a
+GPU; docs/serve-faults.md what each fault gives a caller.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.app import Service
 from memagent_workflow.serve.auth import api_key, check_bind
 from memagent_workflow.serve.config import MemAgentServeConfig
-from memagent_workflow.serve.engine import serve_engine
 from memagent_workflow.serve.episode import EpisodeRunner
+from memagent_workflow.serve.health import EngineHealth, http_probe
 from memagent_workflow.serve.limits import Limits
+from memagent_workflow.serve.relaunch import ServedEngine
+from memagent_workflow.serve.shutdown import ServiceServer, start_reaper, stop_reaper
 
 logger = logging.getLogger("MemAgentServe")
 SECTION = "serve"
@@ -47,7 +51,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--host", help="listen here (serve.host; 127.0.0.1)")
     parser.add_argument("--port", type=int, help="and here (serve.port; 0: any)")
     parser.add_argument(
-        "--api-key", help="the key callers must send (else MEMAGENT_API_KEY)"
+        "--api-key-file",
+        help="a file whose first line is the key callers must send (else "
+        "MEMAGENT_API_KEY_FILE, else MEMAGENT_API_KEY)",
     )
     return parser.parse_known_args(argv)
 
@@ -82,8 +88,8 @@ def main(
     cfg = config.serve
     cfg.host = args.host if args.host is not None else cfg.host
     cfg.port = args.port if args.port is not None else cfg.port
-    key = api_key(args.api_key)
     try:
+        key = api_key(args.api_key_file)
         check_bind(cfg.host, key)
         sock = listen(cfg.host, cfg.port)
     except (ValueError, OSError) as exc:
@@ -100,39 +106,70 @@ def main(
     except ValueError as exc:  # chunk size, prompts: names the knob
         logger.error(f"refused: {exc}")
         sys.exit(2)
+    workflow.engine_retry_s = cfg.engine_retry_s  # the service's, not the eval's
     # uvicorn stops on either signal, then raises it again (here: Stopped),
     # so that the engine is stopped on the way out
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, stop)
+    reaper = start_reaper()  # what is launched dies with this process
     try:
-        with serve_engine(config, inference) as engine:
-            service = Service(
-                EpisodeRunner(workflow, engine),
-                Limits(cfg, workflow),
-                Admission(cfg.max_episodes, cfg.max_queue),
-                cfg.model_name,
-                key,
-            )
-            host, port = sock.getsockname()[:2]
-            shown = f"[{host}]" if ":" in host else host
-            logger.info(
-                f"MemAgent service at http://{shown}:{port}/v1 (model {cfg.model_name}, "
-                f"{'an API key' if key else 'no API key'}, {cfg.max_episodes} episodes "
-                f"at once, {cfg.max_queue} queued)"
-            )
-            server = uvicorn.Server(
-                uvicorn.Config(
-                    service.app(),
-                    log_config=None,
-                    access_log=False,
-                    loop="asyncio",
-                    lifespan="off",
-                )
-            )
-            server.run(sockets=[sock])
+        with ServedEngine(config, inference) as engine:
+            serve(config, engine, workflow, key, sock)
     except Stopped as why:
         logger.info(f"{why}: stopping")
+    finally:
+        stop_reaper(reaper)
     logger.info("MemAgent service stopped")
+
+
+def serve(
+    config: MemAgentServeConfig,
+    engine: ServedEngine,
+    workflow: AskWorkflow,
+    key: str | None,
+    sock: socket.socket,
+) -> None:
+    """Serve on ``sock`` until a signal; the engine probed meanwhile."""
+    cfg = config.serve
+    health = EngineHealth(
+        lambda: engine.addresses,
+        http_probe(cfg.probe_interval_s),
+        cfg.probe_interval_s,
+        cfg.probe_failures,
+        engine.restart if engine.launched else None,
+        cfg.max_restarts,
+    )
+    admission = Admission(cfg.max_episodes, cfg.max_queue, cfg.max_queue_bytes)
+    service = Service(
+        EpisodeRunner(workflow, engine, cfg.call_timeout_s, health),
+        Limits(cfg, workflow),
+        admission,
+        cfg.model_name,
+        key,
+        health,
+    )
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    logger.info(
+        f"MemAgent service at http://{shown}:{port}/v1 (model {cfg.model_name}, "
+        f"{'an API key' if key else 'no API key'}, {cfg.max_episodes} episodes "
+        f"at once, {cfg.max_queue} queued; model servers "
+        f"{'launched here' if engine.launched else 'named by address'}: "
+        f"{', '.join(engine.addresses) or '-'})"
+    )
+    server = ServiceServer(
+        uvicorn.Config(
+            service.app(),
+            log_config=None,
+            access_log=False,
+            loop="asyncio",
+            lifespan="off",
+            timeout_graceful_shutdown=cfg.shutdown_timeout_s,
+        ),
+        admission,
+        health,
+    )
+    server.run(sockets=[sock])
 
 
 if __name__ == "__main__":

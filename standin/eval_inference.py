@@ -43,6 +43,10 @@ class StandinInference(ClusterInference):
         with standin_server(self.config, log_file) as addr:
             yield [addr]
 
+    def launches_servers(self) -> bool:
+        # ``servers`` starts one unless standin.server_addr names a running one
+        return super().launches_servers() or not self.config.standin.server_addr
+
     def scheduler_kwargs(self) -> dict[str, Any]:
         # A loaded 2-core machine starts workers slowly.
         return {"startup_timeout": self.config.standin.startup_timeout}

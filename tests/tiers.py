@@ -8,7 +8,7 @@ the service, the preflight, the data scripts, the trace page). The full tier (``
 CI's next command) is the rest, runs of minutes each: the main job launched by
 AReaL's schedulers (single controller, two Ray nodes, Slurm, a node lost), the
 chains of runs (kill and resume, the smoke's three launches), the 30-step
-learning run, the eval's variants (the paper preset, every RULER task, the
+learning run, the service's faults and shutdowns, the eval's variants (the paper preset, every RULER task, the
 RULER docs' data commands), the GPU recipes' and docs' preflight (the 7B LoRA
 pair, vLLM) and the benchmarks.
 """
@@ -34,6 +34,8 @@ FULL_TIER = (
     "test_preflight_recipes.py",
     "test_preflight_lora.py",
     "test_gpu_docs_vllm.py",
+    "test_serve_recovery.py",
+    "test_serve_shutdown.py",
 )
 FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 

@@ -250,6 +250,16 @@ PRIVATE = (
         "c0bfe3a0781c4b219b6a3a3f535bf926fa816cdb0fccf8d2c3aa1bd012356737",
         overridden=False,
     ),
+    Private(
+        "areal.infra.remote_inf_engine:RemoteInfEngine.choose_server",
+        ("memagent_workflow.serve.relaunch:ServedEngine",),
+        "the service probes the servers of RemoteInfEngine.addresses (reached "
+        "through the private _engine of RemoteSGLangEngine and RemotevLLMEngine) "
+        "and names the one a request's rid was sent to (rid_to_address), as "
+        "agenerate and this routing keep them",
+        "fb893f0c1ec3999c1bf14048e0099af2acbf58c9405f0968d87aafbaaa681bb3",
+        overridden=False,
+    ),
 )
 
 # Every project class derived from AReaL: an override of a private method of

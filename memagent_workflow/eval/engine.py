@@ -56,6 +56,11 @@ class ClusterInference:
         env = os.environ.get("AREAL_LLM_SERVER_ADDRS", "")
         return contextlib.nullcontext([a for a in env.split(",") if a])
 
+    def launches_servers(self) -> bool:
+        """Whether the servers are started for this run (and may be started
+        again): launched by AReaL's scheduler, not running ones named."""
+        return self.config.scheduler.type is not None
+
     def scheduler_kwargs(self) -> dict[str, Any]:
         """Extra keyword arguments of AReaL's scheduler."""
         return {}

@@ -1,31 +1,33 @@
 """The HTTP routes: ``POST /v1/chat/completions``, ``GET /v1/models``,
 ``GET /health``; one log line per request.
 
-A chat request is checked (key, body, question) before it queues; in its slot
-the document is encoded and its size checked, then its episode runs in this
-event loop, its turns interleaved on the engine with every other request's. A
-client that disconnects cancels its episode, which frees its slot. With
-``stream: true`` each memory turn is an event as it finishes, then the answer
-comes as content deltas and ``[DONE]``.
+A chat request is checked (key, the engine's health, body, question) before
+it queues; in its slot the document is encoded and its size checked, then its
+episode runs in this event loop, its turns interleaved on the engine with
+every other request's, within ``serve.request_timeout_s``. A client that
+disconnects, queued or running, cancels its request, which leaves the queue or
+frees its slot. With ``stream: true`` each memory turn is an event as it
+finishes, then the answer comes as content deltas and ``[DONE]``; a failure
+after the 200 is an error event that ends the stream.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import functools
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from areal.utils import logging
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.exceptions import HTTPException
 
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.auth import check_authorization
-from memagent_workflow.serve.episode import EpisodeRunner
+from memagent_workflow.serve.episode import EpisodeResult, EpisodeRunner
 from memagent_workflow.serve.limits import Limits
 from memagent_workflow.serve.reply import (
     answer_pieces,
@@ -35,82 +37,31 @@ from memagent_workflow.serve.reply import (
     sse,
     usage,
 )
-from memagent_workflow.serve.shapes import (
-    ChatRequest,
-    ServeError,
-    bad_request,
-    parse_chat_request,
+from memagent_workflow.serve.shapes import ChatRequest, ServeError, parse_chat_request
+from memagent_workflow.serve.transport import (
+    GONE,
+    ClientGone,
+    RequestLog,
+    guarded,
+    read_body,
+    read_json,
 )
 
 logger = logging.getLogger("MemAgentServe")
-T = TypeVar("T")
-GONE = "499 client disconnected"
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-class ClientGone(Exception):
-    """The client disconnected before its reply was ready."""
-
-
-@dataclass
-class RequestLog:
-    """The one log line of a request: id, document tokens, chunks, seconds, outcome."""
-
-    rid: str
-    start: float
-    outcome: str = "500 unfinished"
-    tokens: int | None = None
-    chunks: int | None = None
-
-    def write(self) -> None:
-        tokens = "-" if self.tokens is None else self.tokens
-        chunks = "-" if self.chunks is None else self.chunks
-        seconds = time.perf_counter() - self.start
-        logger.info(
-            f"request {self.rid}: {self.outcome}; {tokens} document tokens, "
-            f"{chunks} chunks, {seconds:.2f} s"
-        )
-
-
-async def wait_disconnect(receive: Any) -> None:
-    """Returns once the client has gone (ASGI's ``http.disconnect``)."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-async def guarded(request: Request, work: Awaitable[T]) -> T:
-    """``work``'s result; cancelled (`ClientGone`) if the client disconnects first."""
-    task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(wait_disconnect(request.receive))
-    try:
-        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
-        if task.done():
-            return task.result()
-        raise ClientGone
-    finally:
-        task.cancel()
-        gone.cancel()
-        await asyncio.gather(task, gone, return_exceptions=True)
-
-
-async def read_json(request: Request, limits: Limits) -> Any:
-    """The body as JSON, refused past ``serve.max_body_bytes`` as it arrives."""
-    length = request.headers.get("content-length", "")
-    if length.isdigit():
-        limits.body(int(length))
-    data = bytearray()
-    async for piece in request.stream():
-        data += piece
-        limits.body(len(data))
-    try:
-        return json.loads(data)
-    except ValueError as exc:
-        raise bad_request(
-            f"the body is not JSON: {exc}", None, "invalid_json"
-        ) from None
+def internal(rid: str) -> ServeError:
+    return ServeError(
+        500,
+        f"the service failed on request {rid}; its log has the cause",
+        code="internal",
+    )
 
 
 class Service:
-    """The routes over one episode runner, its limits and its admission."""
+    """The routes over one episode runner, its limits, its admission and the
+    engine's health (None: not probed)."""
 
     def __init__(
         self,
@@ -119,26 +70,37 @@ class Service:
         admission: Admission,
         model: str,
         key: str | None,
+        health: Any = None,
     ):
         self.runner, self.limits, self.admission = runner, limits, admission
-        self.model, self.key = model, key
+        self.model, self.key, self.health = model, key, health
         self.created = int(time.time())
 
     def app(self) -> FastAPI:
-        app = FastAPI(title="MemAgent", docs_url=None, redoc_url=None)
-        app.get("/health")(self.health)
+        cfg = self.limits.cfg
+        app = FastAPI(
+            title="MemAgent",
+            docs_url=None,
+            redoc_url=None,
+            openapi_url="/openapi.json" if cfg.openapi else None,
+        )
+        app.get("/health")(self.health_route)
         app.get("/v1/models")(self.models)
         app.post("/v1/chat/completions")(self.chat)
+        app.exception_handler(HTTPException)(http_error)
         return app
 
-    async def health(self) -> dict[str, Any]:
-        a = self.admission
-        return {
-            "status": "ok",
+    async def health_route(self) -> JSONResponse:
+        a, up = self.admission, self.health is None or self.health.up
+        out: dict[str, Any] = {
+            "status": "ok" if up else "engine_down",
             "model": self.model,
             "episodes_running": a.running,
             "requests_queued": a.queued,
         }
+        if self.health is not None:
+            out.update(self.health.report())
+        return JSONResponse(out, status_code=200 if up else 503)
 
     async def models(self, request: Request) -> Response:
         try:
@@ -150,22 +112,28 @@ class Service:
             {"object": "list", "data": [{**model, "owned_by": "memagent"}]}
         )
 
+    async def read(self, request: Request) -> tuple[ChatRequest, int]:
+        """The request checked before it queues, and its body's bytes."""
+        check_authorization(request.headers.get("authorization"), self.key)
+        if self.health is not None:
+            self.health.check_up()
+        data = await read_body(request, self.limits)
+        req = parse_chat_request(await read_json(data), self.model)
+        self.runner.check_answer_budget(req.max_tokens, req.max_tokens_param)
+        self.limits.question_length(req.question, "messages")
+        await asyncio.to_thread(self.limits.question, req.question, "messages")
+        return req, len(data)
+
     async def chat(self, request: Request) -> Response:
         log = RequestLog(new_id(), time.perf_counter())
         streamed = False
         try:
-            check_authorization(request.headers.get("authorization"), self.key)
-            req = parse_chat_request(await read_json(request, self.limits), self.model)
-            self.limits.question(req.question, "messages")
+            req, n_bytes = await self.read(request)
             if req.stream:
-                reply = await self.stream(request, req, log)
+                reply = await self.stream(request, req, log, n_bytes)
                 streamed = True  # its episode task writes the log line
                 return reply
-            async with self.admission.slot():
-                ids = await self.document(req, log)
-                result = await guarded(
-                    request, self.runner.run(log.rid, req.question, ids, req.sampling)
-                )
+            result = await guarded(request, self.answer(req, log, n_bytes))
             log.outcome = "200 answered"
             usage_ = usage(result.prompt_tokens, result.completion_tokens)
             memagent = result.memagent(req.trace)
@@ -185,16 +153,37 @@ class Service:
         except ClientGone:
             log.outcome = GONE
             return Response(status_code=499)
-        except Exception as exc:  # a fault here: answered, the service stays up
+        except Exception:  # a fault here: answered, the service stays up
             logger.exception(f"request {log.rid} failed")
-            error = ServeError(
-                500, f"{type(exc).__name__}: {exc}"[:500], code="internal"
-            )
             log.outcome = "500 internal"
-            return error_response(error)
+            return error_response(internal(log.rid))
         finally:
             if not streamed:
                 log.write()
+
+    async def answer(self, req: ChatRequest, log: RequestLog, n_bytes: int) -> Any:
+        """Queued, then the episode in its slot."""
+        async with self.admission.slot(n_bytes):
+            ids = await self.document(req, log)
+            return await self.episode(req, log, ids)
+
+    async def episode(
+        self, req: ChatRequest, log: RequestLog, ids: Any, on_turn: Any = None
+    ) -> EpisodeResult:
+        """The request's episode, 504 past ``serve.request_timeout_s``."""
+        timeout = self.limits.cfg.request_timeout_s
+        run = self.runner.run(
+            log.rid, req.question, ids, req.sampling, on_turn, req.max_tokens
+        )
+        try:
+            return await asyncio.wait_for(run, timeout)
+        except TimeoutError:
+            raise ServeError(
+                504,
+                f"the request did not finish within {timeout:g} s "
+                "(serve.request_timeout_s)",
+                code="request_timeout",
+            ) from None
 
     async def document(self, req: ChatRequest, log: RequestLog) -> Any:
         """The document's token ids (off the event loop), its size checked."""
@@ -206,15 +195,20 @@ class Service:
         return ids
 
     async def stream(
-        self, request: Request, req: ChatRequest, log: RequestLog
+        self, request: Request, req: ChatRequest, log: RequestLog, n_bytes: int
     ) -> Response:
-        """Queue, encode and check before the 200 (refusals keep their status);
-        then the episode runs in its own task, which ends the events, frees
-        the slot and writes the log line however it ends."""
+        """Queue, encode and check before the 200 (refusals keep their status;
+        a client gone meanwhile leaves the queue); then the episode runs in its
+        own task, which ends the events, frees the slot and writes the log
+        line however it ends."""
         stack = AsyncExitStack()
-        await stack.enter_async_context(self.admission.slot())
+
+        async def admitted() -> Any:
+            await stack.enter_async_context(self.admission.slot(n_bytes))
+            return await self.document(req, log)
+
         try:
-            ids = await self.document(req, log)
+            ids = await guarded(request, admitted())
         except BaseException:
             await stack.aclose()
             raise
@@ -229,7 +223,9 @@ class Service:
                 if not task.done():  # the reply could not be sent: client gone
                     task.cancel()
 
-        return StreamingResponse(body(), media_type="text/event-stream")
+        return StreamingResponse(
+            body(), media_type="text/event-stream", headers=STREAM_HEADERS
+        )
 
     async def streamed(
         self,
@@ -240,24 +236,24 @@ class Service:
         events: asyncio.Queue[bytes | None],
         stack: AsyncExitStack,
     ) -> None:
-        rid, model, put = log.rid, self.model, events.put_nowait
-        put(sse(chunk(rid, model, {"role": "assistant", "content": ""})))
+        put = events.put_nowait
+        event = functools.partial(chunk, log.rid, self.model, created=int(time.time()))
+        put(sse(event({"role": "assistant", "content": ""})))
 
         def on_turn(turn: int, memory_tokens: int) -> None:
             ext = {"turn": turn, "chunks": log.chunks, "memory_tokens": memory_tokens}
-            put(sse(chunk(rid, model, {}, memagent=ext)))
+            put(sse(event({}, memagent=ext)))
 
         log.outcome = GONE  # unless it ends otherwise
         try:
-            episode = self.runner.run(rid, req.question, ids, req.sampling, on_turn)
-            result = await guarded(request, episode)
+            result = await guarded(request, self.episode(req, log, ids, on_turn))
             for piece in answer_pieces(result.answer):
-                put(sse(chunk(rid, model, {"content": piece})))
+                put(sse(event({"content": piece})))
             ext = result.memagent(req.trace)
-            put(sse(chunk(rid, model, {}, result.finish_reason, memagent=ext)))
+            put(sse(event({}, result.finish_reason, memagent=ext)))
             if req.include_usage:
                 u = usage(result.prompt_tokens, result.completion_tokens)
-                put(sse(chunk(rid, model, None, usage=u)))
+                put(sse(event(None, usage=u)))
             put(sse("[DONE]"))
             log.outcome = "200 answered (streamed)"
         except ServeError as exc:  # after the 200: OpenAI's error event
@@ -265,6 +261,10 @@ class Service:
             log.outcome = f"{exc.status} {exc.code} (streamed)"
         except ClientGone:
             pass
+        except Exception:  # a fault here: an error event, the stream ends
+            logger.exception(f"request {log.rid} failed")
+            put(sse(internal(log.rid).body()))
+            log.outcome = "500 internal (streamed)"
         finally:
             put(None)
             await stack.aclose()
@@ -273,3 +273,16 @@ class Service:
 
 def error_response(exc: ServeError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
+
+
+async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    """An unknown route (404) or method (405) in OpenAI's error body."""
+    what = {
+        404: ("not_found", f"no route {request.url.path}: this service answers "
+              "POST /v1/chat/completions, GET /v1/models and GET /health"),
+        405: ("method_not_allowed",
+              f"{request.method} is not allowed on {request.url.path}"),
+    }  # fmt: skip
+    code, message = what.get(exc.status_code, ("http_error", str(exc.detail)))
+    error = ServeError(exc.status_code, message, code=code, headers=exc.headers)
+    return error_response(error)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import os
+from pathlib import Path
 
 from memagent_workflow.serve.shapes import ServeError
 
 KEY_ENV = "MEMAGENT_API_KEY"
+KEY_FILE_ENV = "MEMAGENT_API_KEY_FILE"
 
 
 def is_loopback(host: str) -> bool:
@@ -23,10 +25,21 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def api_key(flag: str | None) -> str | None:
-    """The key: ``--api-key``, else ``MEMAGENT_API_KEY``; None: no key."""
-    key = flag if flag is not None else os.environ.get(KEY_ENV)
-    return key or None
+def api_key(key_file: str | None) -> str | None:
+    """The key: the first line of ``key_file`` (``--api-key-file``, else
+    ``MEMAGENT_API_KEY_FILE``), else ``MEMAGENT_API_KEY``; None: no key. Never
+    a command-line value, which ``ps`` would show."""
+    path = key_file or os.environ.get(KEY_FILE_ENV)
+    if path:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError as exc:
+            raise ValueError(f"the API key file {path}: {exc.strerror}") from None
+        key = lines[0].strip() if lines else ""
+        if not key:
+            raise ValueError(f"the API key file {path} is empty")
+        return key
+    return os.environ.get(KEY_ENV) or None
 
 
 def check_bind(host: str, key: str | None) -> None:
@@ -34,7 +47,7 @@ def check_bind(host: str, key: str | None) -> None:
     if key is None and not is_loopback(host):
         raise ValueError(
             f"serve.host={host} is not a loopback address: set an API key "
-            f"({KEY_ENV}=... or --api-key) so that only its holders are served, "
+            f"({KEY_ENV}=..., or a file: --api-key-file or {KEY_FILE_ENV}) so that only its holders are served, "
             "or listen on 127.0.0.1"
         )
 

@@ -53,19 +53,46 @@ class EpisodeResult:
 class EpisodeRunner:
     """Runs episodes of one workflow against one engine."""
 
-    def __init__(self, workflow: AskWorkflow, engine: Any):
+    def __init__(
+        self,
+        workflow: AskWorkflow,
+        engine: Any,
+        call_timeout_s: float = 0,
+        health: Any = None,
+    ):
         self.workflow = workflow
         self.engine = engine
+        self.call_timeout_s = call_timeout_s
+        self.health = health
+
+    def check_answer_budget(self, max_tokens: int | None, param: str) -> None:
+        """400 for a ``max_tokens`` above the final turn's room
+        (``memagent.max_final_tokens``, which the prompts were sized for)."""
+        room = self.workflow.final_gconfig.max_new_tokens
+        if max_tokens is not None and max_tokens > room:
+            raise ServeError(
+                400,
+                f"{param}={max_tokens} is more than the final answer's room: "
+                f"memagent.max_final_tokens={room}",
+                code="invalid_value",
+                param=param,
+            )
 
     def workflow_for(
-        self, sampling: dict[str, Any], on_turn: Callable[[int, int], None] | None
+        self,
+        sampling: dict[str, Any],
+        on_turn: Callable[[int, int], None] | None,
+        max_tokens: int | None = None,
     ) -> AskWorkflow:
-        """The workflow for one request: its sampling, its turn callback."""
+        """The workflow for one request: its sampling, its turn callback, its
+        answer's budget."""
         wf = copy.copy(self.workflow)
         wf.on_turn = on_turn
         if sampling:
             wf.memory_gconfig = wf.memory_gconfig.new(**sampling)
             wf.final_gconfig = wf.final_gconfig.new(**sampling)
+        if max_tokens is not None:
+            wf.final_gconfig = wf.final_gconfig.new(max_new_tokens=max_tokens)
         return wf
 
     async def run(
@@ -75,12 +102,13 @@ class EpisodeRunner:
         ids: np.ndarray,
         sampling: dict[str, Any],
         on_turn: Callable[[int, int], None] | None = None,
+        max_tokens: int | None = None,
     ) -> EpisodeResult:
         """The episode; a failed one raises `ServeError` (5xx: the engine's
         cause; 400: a document the workflow refused)."""
         start = time.perf_counter()
-        wf = self.workflow_for(sampling, on_turn)
-        engine = TurnCounter(self.engine)
+        wf = self.workflow_for(sampling, on_turn, max_tokens)
+        engine = TurnCounter(self.engine, self.call_timeout_s, self.health)
         data = {"id": rid, "question": question, "answers": [], "context_ids": ids}
         rec = await wf.arun_episode(engine, data)
         error = rec.get("error")

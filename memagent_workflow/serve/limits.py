@@ -19,6 +19,10 @@ from memagent_workflow.eval.workflow import MemAgentEvalWorkflow
 from memagent_workflow.serve.config import ServeConfig
 from memagent_workflow.serve.shapes import ServeError, bad_request
 
+CHARS_PER_TOKEN = (
+    16  # a question longer than this per allowed token is refused untokenized
+)
+
 
 def too_large(message: str, param: str | None, code: str) -> ServeError:
     return ServeError(413, message, code=code, param=param)
@@ -39,6 +43,20 @@ class Limits:
                 "(serve.max_body_bytes)",
                 None,
                 "request_too_large",
+            )
+
+    def question_length(self, question: str, param: str) -> None:
+        """400 for a question too long to tokenize: more than
+        ``CHARS_PER_TOKEN`` characters per token of ``serve.max_question_tokens``
+        (checked on the event loop before the question is tokenized)."""
+        cap = CHARS_PER_TOKEN * self.cfg.max_question_tokens
+        if len(question) > cap:
+            raise bad_request(
+                f"the question has {len(question)} characters, more than "
+                f"{CHARS_PER_TOKEN} per token of serve.max_question_tokens="
+                f"{self.cfg.max_question_tokens}",
+                param,
+                "question_too_long",
             )
 
     def question(self, question: str, param: str) -> None:

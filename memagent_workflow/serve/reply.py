@@ -58,10 +58,13 @@ def chunk(
     model: str,
     delta: dict[str, Any] | None,
     finish_reason: str | None = None,
+    *,
+    created: int,
     **extra: Any,
 ) -> dict[str, Any]:
     """A ``chat.completion.chunk`` object (``delta`` None: no choice, as
-    OpenAI's usage chunk); ``extra``: top-level fields (``memagent``, ``usage``)."""
+    OpenAI's usage chunk); ``created``: the stream's, the same in every chunk;
+    ``extra``: top-level fields (``memagent``, ``usage``)."""
     choices = (
         []
         if delta is None
@@ -77,7 +80,7 @@ def chunk(
     return {
         "id": rid,
         "object": "chat.completion.chunk",
-        "created": int(time.time()),
+        "created": created,
         "model": model,
         "choices": choices,
         **extra,

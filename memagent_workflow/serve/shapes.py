@@ -66,6 +66,8 @@ class ChatRequest:
     include_usage: bool = False
     trace: bool = False
     sampling: dict[str, Any] = field(default_factory=dict)  # gconfig overrides
+    max_tokens: int | None = None  # the final answer's budget, if the caller set one
+    max_tokens_param: str = "max_tokens"  # or max_completion_tokens
 
 
 def message_text(message: Any, i: int) -> tuple[str, str]:
@@ -129,6 +131,55 @@ def sampling_of(body: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+# OpenAI fields a MemAgent episode cannot honour, refused when set (a value
+# that asks for nothing, as ``tools: []``, is accepted); why, for the message
+UNSUPPORTED = {
+    "tools": "MemAgent does not call tools",
+    "functions": "MemAgent does not call tools",
+    "tool_choice": "MemAgent does not call tools",
+    "function_call": "MemAgent does not call tools",
+    "logprobs": "MemAgent's reply has no log probabilities",
+    "top_logprobs": "MemAgent's reply has no log probabilities",
+    "stop": "the answer protocol decides where the answer ends",
+    "seed": "episodes are not seeded per request (temperature 0 is greedy)",
+    "logit_bias": "MemAgent does not bias tokens",
+    "audio": "MemAgent reads and writes text",
+}
+NEUTRAL = {"tool_choice": ("none",), "response_format": ({"type": "text"},)}
+
+
+def refuse_unsupported(body: dict[str, Any]) -> None:
+    """400 naming the first field set that MemAgent cannot honour."""
+    for key, why in UNSUPPORTED.items():
+        value = body.get(key)
+        if value is None or value is False or value in ([], {}, *NEUTRAL.get(key, ())):
+            continue
+        raise bad_request(
+            f"{key} is not supported: {why}", key, "unsupported_parameter"
+        )
+    fmt = body.get("response_format")
+    if fmt is not None and fmt not in NEUTRAL["response_format"]:
+        raise bad_request(
+            "response_format is not supported: the answer is the answer "
+            'protocol\'s text (only {"type": "text"})',
+            "response_format",
+            "unsupported_parameter",
+        )
+
+
+def answer_budget(body: dict[str, Any]) -> tuple[int | None, str]:
+    """``max_completion_tokens`` (or the older ``max_tokens``): the final
+    answer's budget in tokens (the memory turns keep theirs)."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad_request(f"{key} must be an integer >= 1, got {value!r}", key)
+        return value, key
+    return None, "max_tokens"
+
+
 def parse_chat_request(body: Any, model_name: str) -> ChatRequest:
     """A chat completion request's body, checked field by field (400 naming
     the field; 404 for another model than the one served)."""
@@ -144,8 +195,10 @@ def parse_chat_request(body: Any, model_name: str) -> ChatRequest:
             code="model_not_found",
             param="model",
         )
-    if body.get("n", 1) != 1:
+    n = body.get("n")
+    if n is not None and (isinstance(n, bool) or n != 1):
         raise bad_request("n must be 1 (one answer per episode)", "n")
+    refuse_unsupported(body)
     stream = body.get("stream") or False
     if not isinstance(stream, bool):
         raise bad_request("stream must be a boolean", "stream")
@@ -159,6 +212,7 @@ def parse_chat_request(body: Any, model_name: str) -> ChatRequest:
     if not isinstance(trace, bool):
         raise bad_request("memagent.trace must be a boolean", "memagent.trace")
     sampling = sampling_of(body)
+    max_tokens, max_tokens_param = answer_budget(body)
     question, document, param = read_messages(body.get("messages"), ext)
     return ChatRequest(
         question=question,
@@ -168,6 +222,8 @@ def parse_chat_request(body: Any, model_name: str) -> ChatRequest:
         include_usage=bool(options.get("include_usage")),
         trace=trace,
         sampling=sampling,
+        max_tokens=max_tokens,
+        max_tokens_param=max_tokens_param,
     )
 
 

@@ -252,7 +252,9 @@ def test_32_concurrent_documents_are_each_answered_from_their_own(service):
     name's code), all in flight at once. Each reply is its own document's: its
     request log line and its reply name that document's length, and the
     answers score as the trained model does, far above the 0.25 of answers
-    crossed between requests: at least LEARNED, the length table's bar. (Its
+    crossed between requests: at least LEARNED, the length table's bar; and
+    each reply (its answer and final memory) is the one the same request gets
+    run alone afterwards, at temperature 0. (Its
     16-chunk version, which asked for 32/32, got 32/32 on this machine and
     30/32 on the CI machine from the same seed: most likely the two CPUs' float
     results train slightly different weights, and a near tie goes either way.)"""
@@ -299,3 +301,8 @@ def test_32_concurrent_documents_are_each_answered_from_their_own(service):
     got = [r.model_extra["memagent"]["extracted"] for r in replies]
     right = sum(g == row["answers"][0] for g, row in zip(got, rows, strict=True))
     assert right / len(rows) >= LEARNED, got
+    # temperature 0: each concurrent reply is exactly the same request's alone
+    for row, reply in zip(rows, replies, strict=True):
+        alone = ask(row)
+        assert (alone.choices[0].message.content, alone.model_extra["memagent"]["final_memory"]) == (
+            reply.choices[0].message.content, reply.model_extra["memagent"]["final_memory"])  # fmt: skip

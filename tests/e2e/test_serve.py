@@ -5,8 +5,9 @@ the warm-started needle model. One service and one stand-in for the file.
 
 A stream parsed by the client, one event per chunk; the engine paused so that
 episodes stay in flight: the cap, the queue and its 429, a disconnect freeing
-its place; the engine killed mid-request (503, /health answering) and, once it
-is back on its address, the next request answered; every limit, a bad body, a
+its place; the engine killed mid-request (503 in words, /health 503 with the
+cause, the next request refused at once) and, once it is back on its address,
+used again; every limit, a bad body, a
 missing or wrong key, and a non-loopback address without a key refused. The
 trained checkpoint's answers (docs/serve.md's commands as written, ``ask.py``'s
 answer, 32 concurrent documents): tests/e2e/test_learning.py.
@@ -21,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import openai
@@ -206,17 +208,51 @@ def test_a_killed_engine_is_503_and_once_back_the_next_request_is_answered(stack
         call.get()
     assert failed.value.status_code == 503
     error = failed.value.body
-    assert error["code"] == "engine_unavailable" and server.addr in error["message"]
-    assert service.health()["status"] == "ok"  # the service itself stays up
+    # in words, naming the server; the service stays up and says why on /health
+    assert error["code"] == "engine_unavailable"
+    assert error["message"].startswith(f"the model server at {server.addr} ")
+    down = health_status(service)
+    assert down[0] == 503 and server.addr in down[1]["cause"]
+    with pytest.raises(openai.InternalServerError):  # known down: refused at once
+        ask(service)
     server.stop()
     servers.append(start_standin(model, root / "standin2.log", port=server.port))
+    # named by address, never restarted by the service: used again once it answers
+    wait_for(lambda: health_status(service)[0] == 200)
     answer = ask(service)  # the same address, a new engine
     assert answer.model_extra["memagent"]["chunks"] == 64
-    assert (
-        service.request_lines()[-2]
-        .split(": ", 1)[1]
-        .startswith("503 engine_unavailable;")
-    )
+    outcomes = [line.split(": ", 1)[1] for line in service.request_lines()[-3:]]
+    assert outcomes[0].startswith("503 engine_unavailable; 384 document tokens")
+    assert outcomes[1].startswith("503 engine_unavailable; - document tokens")
+
+
+def health_status(service: Service) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{service.base_url}/health", timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_concurrent_answers_equal_the_same_requests_run_alone(stack):
+    """Distinct documents, two in flight at once and one queued (turns
+    interleaved and batched on the engine), at temperature 0: each reply is
+    exactly the reply the same request gets alone."""
+    from memagent_workflow.data.synthetic import make_needle
+
+    service = stack[0]
+    rows = make_needle(6, seed=77, chunks=12, distractors=1.0, split="valid")
+
+    def run(row):
+        reply = ask(service, row["context"], row["question"])
+        ext = reply.model_extra["memagent"]
+        return reply.choices[0].message.content, ext["final_memory"], ext["chunks"]
+
+    with ThreadPoolExecutor(3) as pool:  # serve.max_episodes=2, serve.max_queue=1
+        together = list(pool.map(run, rows))
+    alone = [run(row) for row in rows]
+    assert together == alone
+    assert len({memory for _, memory, _ in alone}) > 1  # the documents differ
 
 
 def refusal(service, body: bytes, headers: dict) -> tuple[int, dict]:
@@ -270,14 +306,19 @@ def test_limits_bad_bodies_and_keys_are_refused_in_openais_error_body(stack):
         client(service).chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "q"}]
         )
+    with pytest.raises(openai.BadRequestError) as refused:
+        ask(service, tools=[{"type": "function", "function": {"name": "f"}}])
+    assert refused.value.body["param"] == "tools"
+    with pytest.raises(openai.NotFoundError):
+        client(service).completions.create(model="memagent", prompt="q")
     assert service.health()["episodes_running"] == 0
     codes = [
-        line.split(": ", 1)[1].split(";")[0] for line in service.request_lines()[-8:]
+        line.split(": ", 1)[1].split(";")[0] for line in service.request_lines()[-9:]
     ]
     assert codes == [
         "401 invalid_api_key", "401 invalid_api_key", "400 invalid_json",
         "400 invalid_value", "413 document_too_large", "413 too_many_chunks",
-        "400 question_too_long", "404 model_not_found",
+        "400 question_too_long", "404 model_not_found", "400 unsupported_parameter",
     ]  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.auth import check_authorization, check_bind, is_loopback
-from memagent_workflow.serve.engine import cause, engine_failure
+from memagent_workflow.serve.engine import EngineDown, cause, engine_failure
 from memagent_workflow.serve.reply import answer_pieces
 from memagent_workflow.serve.shapes import ServeError, parse_chat_request
 from tests.unit.malformed import json_values
@@ -186,13 +186,23 @@ def test_an_unreachable_engine_is_503_and_a_failing_one_502():
     )
     err = engine_failure(gone, "")
     assert err.status == 503 and err.code == "engine_unavailable"
-    assert "127.0.0.1:9/generate" in err.message and "4999" not in err.message
+    # in words, the address named; the payload and the repr only in the log
+    assert err.message == "the model server at 127.0.0.1:9 refused the connection"
     broken = RuntimeError(
         "Failed after 3 retries each. Last error: ClientResponseError(500)"
     )
     assert engine_failure(broken, "").status == 502
-    assert cause(ValueError("x" * 2000)).startswith("ValueError: x")
-    assert len(cause(ValueError("x" * 2000))) == 500
+    assert cause(ValueError("x" * 2000)) == (
+        "the model server failed (ValueError)",
+        False,
+    )
+    hung = EngineDown(
+        "the model server at h:1 did not answer within 5 s", timed_out=True
+    )
+    assert (engine_failure(hung, "").status, engine_failure(hung, "").code) == (
+        504,
+        "engine_timeout",
+    )
 
 
 async def test_admission_caps_the_episodes_queues_the_rest_and_refuses_past_the_queue():
