@@ -6,56 +6,51 @@ from __future__ import annotations
 
 import os
 import pwd
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.fresh_home import OWNER_ENV
 
-MAKE = "from standin.ray_nodes import ensure_auth_token; print(ensure_auth_token())"
+
+def ensure(monkeypatch, home: Path, **env: str) -> str:
+    """`ensure_auth_token` with ``HOME`` and ``env`` (Ray's CLI runs in a
+    process of its own, this one never loads Ray's token)."""
+    from standin.ray_nodes import ensure_auth_token
+
+    monkeypatch.setenv("HOME", str(home))
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return ensure_auth_token()
 
 
-def ensure(home: Path, **env: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-c", MAKE],
-        env={**os.environ, "HOME": str(home), **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
-
-
-def test_a_home_without_a_token_gets_one_and_keeps_it(tmp_path):
+def test_a_home_without_a_token_gets_one_and_keeps_it(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
-    first = ensure(home)
+    first = ensure(monkeypatch, home)
     token = home / ".ray" / "auth_token"
-    assert first.strip() == (
+    assert first == (
         "Ray authentication: token made now in ~/.ray/auth_token (docs/ray-auth.md)"
     )
     made = token.read_text()
     assert len(made) >= 32 and made not in first  # never printed
-    assert ensure(home).strip() == (
+    assert ensure(monkeypatch, home) == (
         "Ray authentication: token found (kept) (docs/ray-auth.md)"
     )
     assert token.read_text() == made
 
 
-def test_a_token_given_by_path_is_used_and_none_is_made(tmp_path):
+def test_a_token_given_by_path_is_used_and_none_is_made(tmp_path, monkeypatch):
     home, given = tmp_path / "home", tmp_path / "token"
     home.mkdir()
     given.write_text("a" * 32)
-    assert "found (kept)" in ensure(home, RAY_AUTH_TOKEN_PATH=str(given))
+    assert "found (kept)" in ensure(monkeypatch, home, RAY_AUTH_TOKEN_PATH=str(given))
     assert not (home / ".ray").exists()
 
 
-def test_auth_disabled_makes_no_token(tmp_path):
+def test_auth_disabled_makes_no_token(tmp_path, monkeypatch):
     home = tmp_path / "home"
     home.mkdir()
-    said = ensure(home, RAY_AUTH_MODE="disabled")
-    assert said.strip() == "Ray authentication: RAY_AUTH_MODE=disabled"
+    said = ensure(monkeypatch, home, RAY_AUTH_MODE="disabled")
+    assert said == "Ray authentication: RAY_AUTH_MODE=disabled"
     assert not (home / ".ray").exists()
 
 
