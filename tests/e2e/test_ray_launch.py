@@ -7,16 +7,18 @@
   and refuses a third that is not there.
 - A one-node ``scheduler.type=ray`` run (the job's own Ray instance), as the
   issue wrote it: ``uv run python -m standin.train --config config_cpu.yaml
-  scheduler.type=ray total_train_steps=2`` (the length eval left out). It
-  must exit 0 after its 2 steps: the node watcher stands down at the trainer's
-  close, and before the job's Ray is shut down, so Ray's shutdown is not
-  taken for a lost cluster (it was: exit 75, 30 s after a successful run).
+  scheduler.type=ray total_train_steps=2``. It must exit 0 after its 2 steps:
+  the node watcher stands down at the trainer's close, and before the job's
+  Ray is shut down, so Ray's shutdown is not taken for a lost cluster (it
+  was: the length eval after training outlived the watcher's 30 s grace, and
+  the run exited 75).
 
 The two-node run's own exit 0 is tests/e2e/test_train_launch.py's.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -24,7 +26,7 @@ import sys
 
 import pytest
 
-from bench.learning import NO_LENGTH_EVAL
+from memagent_workflow.infra.terminal import CONSOLE_LOG
 from tests.areal_release import NO_CPU_RAY
 from tests.e2e.launch_runs import Launched, fresh_clone
 from tests.e2e.ray_cluster import RayNodes
@@ -78,17 +80,17 @@ def one_node(needle_model_dir, tmp_path_factory):
     shutil.copytree(needle_model_dir, clone / "outputs" / "cpu" / "needle_model")
     cmd = [
         sys.executable, "-m", "standin.train", "--config", "config_cpu.yaml",
-        "scheduler.type=ray", "total_train_steps=2", NO_LENGTH_EVAL,
+        "scheduler.type=ray", "total_train_steps=2",
     ]  # fmt: skip
     return Launched(cmd, clone / "run", cwd=clone).finish(timeout=1200), clone
 
 
 def test_a_one_node_ray_run_exits_0_after_its_steps(one_node):
     run, clone = one_node  # finish() asserts the exit status
-    steps = (next((clone / "outputs").rglob("steps.jsonl"))).read_text()
-    assert [line for line in steps.splitlines() if line.strip()][-1].startswith(
-        '{"step": 2'
-    ), steps
-    assert "stopped the local Ray instance" in run.log
+    steps = next((clone / "outputs").rglob("steps.jsonl")).read_text().splitlines()
+    assert [json.loads(line)["step"] for line in steps] == [1, 2]
+    console = next((clone / "outputs").rglob(CONSOLE_LOG)).read_text(errors="replace")
+    assert "stopped the local Ray instance" in console
     for wrong in ("stopped answering", "was lost", "the run did not stop"):
-        assert wrong not in run.log, run.log[-4000:]
+        assert wrong not in console and wrong not in run.log, run.log[-4000:]
+    assert run.log.count("Started a local Ray instance") == 1  # none on the way out
