@@ -235,7 +235,9 @@ def local_ray(num_cpus: int) -> Iterator[None]:
     # minutes to start (4.5 min measured while the test suite ran); 0 is what the
     # local scheduler's workers get. (Ray's `uv run` switch: standin/__init__.py.)
     with environ({"RAY_worker_niceness": "0"}):
-        ray.init(num_cpus=num_cpus, include_dashboard=False)
+        # "local": a new instance even where a cluster runs on this machine
+        # (docs/multi-node.md's, or a test's), which ray.init() would join.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
         logger.info(f"started a local Ray instance with {num_cpus} CPUs")
         try:
             yield
