@@ -83,10 +83,14 @@ def join_cluster(n_nodes: int) -> None:
     try:
         ray.init(address=address, include_dashboard=False)
     except ConnectionError as exc:
+        # Without RAY_AUTH_MODE=token, a process given an address sends no token:
+        # a cluster that wants one does not answer it either.
+        unset = os.environ.get("RAY_AUTH_MODE", "").lower() != "token"
+        hint = f"; if the cluster uses tokens, {TOKEN_ADVICE}" if unset else ""
         raise RuntimeError(
             f"cluster.n_nodes={n_nodes} joins a running Ray cluster, and none "
             f"answers at {address} ({exc}): start one first (`ray start` on every "
-            "node, docs/multi-node.md)"
+            f"node, docs/multi-node.md){hint}"
         ) from None
     except AuthenticationError as exc:
         raise RuntimeError(

@@ -106,6 +106,22 @@ def test_no_cluster_is_refused_saying_to_start_one(calls):
             pass
 
 
+@pytest.mark.parametrize("mode", ["token", None])
+def test_an_unanswered_join_names_tokens_unless_the_mode_is_token(
+    calls, monkeypatch, mode
+):
+    _, state = calls
+    state["fails"] = ConnectionError("Failed to connect to GCS")
+    if mode:
+        monkeypatch.setenv("RAY_AUTH_MODE", mode)
+    else:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(RuntimeError) as refused:
+        with ray_for(config(n_nodes=2)):
+            pass
+    assert ("if the cluster uses tokens" in str(refused.value)) is (mode is None)
+
+
 def test_a_missing_token_is_refused_saying_what_to_copy(calls):
     _, state = calls
     state["fails"] = AuthenticationError("no authentication token was found")
