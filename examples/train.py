@@ -190,7 +190,7 @@ def main(
             f"job {qualname(job)}"
         )
         stack.enter_context(job(config))
-        stack.enter_context(ray_for(config.scheduler.type))
+        stack.enter_context(ray_for(config))
         train(config, workflow, trainer_cls)
     logger.info("training finished")
 

@@ -34,8 +34,11 @@ import os
 # imported, which AReaL's modules do long before the CPU job starts Ray: it must
 # be set before them. A GPU cluster's `ray start` is left to Ray's defaults.
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-# Ray 2.60 turns token authentication on by itself when ~/.ray/auth_token
-# exists, and a process that leaves the mode unset then failed to authenticate
-# to nodes started by `ray start` (InvalidAuthToken, or the cluster cancelling
-# the job's actors). The CPU job's drivers and nodes (standin.ray_nodes) say it.
+# Ray 2.60 decides token authentication per process when the mode is unset (on
+# where ~/.ray/auth_token exists), and a process that left it unset failed to
+# authenticate to nodes started by `ray start` (InvalidAuthToken, or the cluster
+# cancelling the job's actors). The CPU job's drivers and nodes say "token", and
+# the token is made where the cluster starts: `ray.init()` for the job's own
+# instance, `standin.ray_nodes` for two nodes (`ray start` never makes one).
+# RAY_AUTH_MODE=disabled, exported, turns it off everywhere (docs/ray-auth.md).
 os.environ.setdefault("RAY_AUTH_MODE", "token")

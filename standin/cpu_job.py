@@ -24,6 +24,7 @@ from memagent_workflow.data.files import write_json, write_jsonl
 from memagent_workflow.data.synthetic import make_needle, make_synthetic, needle_of
 from memagent_workflow.eval import sets
 from memagent_workflow.infra.engines import rollout_backend
+from memagent_workflow.infra.ray_cluster import ray_for, shutdown
 from memagent_workflow.prompts import load_prompts
 from standin.build_cache import MARKER_FILE
 from standin.config import StandinConfig, StandinEvalConfig, StandinGRPOConfig
@@ -212,7 +213,8 @@ def single_controller(config: StandinGRPOConfig | StandinEvalConfig) -> Iterator
         )
     with contextlib.ExitStack() as stack:
         if config.scheduler.type == "ray" and config.cluster.n_nodes > 1:
-            stack.enter_context(ray_cluster(config.cluster.n_nodes))
+            # The product's join: a running cluster of n_nodes alive nodes.
+            stack.enter_context(ray_for(config))
         elif config.scheduler.type == "ray":
             stack.enter_context(local_ray(config.standin.ray_num_cpus))
         yield
@@ -222,8 +224,9 @@ def single_controller(config: StandinGRPOConfig | StandinEvalConfig) -> Iterator
 def local_ray(num_cpus: int) -> Iterator[None]:
     """A Ray instance on this machine for the run, stopped afterwards.
 
-    On a cluster, ``ray start`` runs on every node instead and the entry
-    scripts connect to it (``memagent_workflow.infra.ray_cluster``).
+    With ``cluster.n_nodes > 1`` the job joins a running cluster instead, as
+    the product does (``memagent_workflow.infra.ray_cluster``; here
+    ``python -m standin.ray_nodes --nodes 2`` starts one).
     """
     import ray
 
@@ -232,45 +235,15 @@ def local_ray(num_cpus: int) -> Iterator[None]:
     # minutes to start (4.5 min measured while the test suite ran); 0 is what the
     # local scheduler's workers get. (Ray's `uv run` switch: standin/__init__.py.)
     with environ({"RAY_worker_niceness": "0"}):
-        ray.init(num_cpus=num_cpus, include_dashboard=False)
+        # "local": a new instance even where a cluster runs on this machine
+        # (docs/multi-node.md's, or a test's), which ray.init() would join.
+        ray.init(address="local", num_cpus=num_cpus, include_dashboard=False)
         logger.info(f"started a local Ray instance with {num_cpus} CPUs")
         try:
             yield
         finally:
-            ray.shutdown()
+            shutdown()  # the node watcher first, then Ray
             logger.info("stopped the local Ray instance")
-
-
-@contextlib.contextmanager
-def ray_cluster(n_nodes: int) -> Iterator[None]:
-    """The running Ray cluster of ``n_nodes`` (or more) alive nodes, joined.
-
-    ``RAY_ADDRESS`` if set, else the cluster ``ray start`` last started on this
-    machine. Here ``python -m standin.ray_nodes --nodes 2`` starts one; on a
-    cluster, ``ray start`` on every node (docs/multi-node.md).
-    """
-    import ray
-
-    address = os.environ.get("RAY_ADDRESS", "auto")  # auto: `ray start`'s record
-    try:
-        ray.init(address=address, include_dashboard=False)
-    except ConnectionError as exc:
-        raise RuntimeError(
-            f"cluster.n_nodes={n_nodes} joins a running Ray cluster, and none "
-            f"answers ({exc}): start one first (on this machine: "
-            f"python -m standin.ray_nodes --nodes {n_nodes})"
-        ) from None
-    try:
-        alive = [n for n in ray.nodes() if n["Alive"]]
-        if len(alive) < n_nodes:
-            raise RuntimeError(
-                f"cluster.n_nodes={n_nodes}, but the Ray cluster has "
-                f"{len(alive)} alive node(s): start the missing ones first"
-            )
-        logger.info(f"joined a Ray cluster of {len(alive)} nodes")
-        yield
-    finally:
-        ray.shutdown()  # disconnects; the cluster keeps running
 
 
 @contextlib.contextmanager

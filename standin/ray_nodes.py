@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import psutil
 from areal.utils.network import gethostip
 
+from memagent_workflow.infra.node_watch import node_name
+
 START_TIMEOUT_S = 120.0
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
@@ -125,9 +127,36 @@ def wait_for_nodes(address: str, n: int, procs: list[subprocess.Popen]) -> list[
     raise TimeoutError(f"{n} Ray nodes did not join within {START_TIMEOUT_S:.0f} s")
 
 
-def node_name(node: dict) -> str:
-    """A node as the job's logs name it: host and raylet port, then its id."""
-    return f"{node['NodeManagerHostname']}:{node['NodeManagerPort']} ({node['NodeID'][:8]})"
+def ensure_auth_token() -> str:
+    """The token the nodes and the job authenticate with, made if missing.
+
+    The CPU entries run Ray with ``RAY_AUTH_MODE=token`` (standin/__init__.py),
+    and ``ray start`` refuses to start without a token where ``ray.init()``
+    would make one. So the cluster's token is made here as Ray's own CLI makes
+    it (``ray get-auth-token --generate``: ``~/.ray/auth_token``, kept if it,
+    ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH`` already gives one). Returns
+    what was done, for the terminal; the token itself is never printed.
+    """
+    if os.environ.get("RAY_AUTH_MODE", "").lower() != "token":
+        return (
+            f"Ray authentication: RAY_AUTH_MODE={os.environ.get('RAY_AUTH_MODE', '')}"
+        )
+    done = subprocess.run(
+        [sys.executable, "-m", "ray.scripts.scripts", "get-auth-token", "--generate"],
+        env=node_env(),
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"ray get-auth-token --generate failed: {done.stderr.strip()}"
+        )
+    made = "Generating" in done.stderr
+    return (
+        "Ray authentication: token "
+        + ("made now in ~/.ray/auth_token" if made else "found (kept)")
+        + " (docs/ray-auth.md)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{ip}:{args.port} is taken (a Ray cluster already running? "
                 "`ray stop` stops every Ray node on this machine): or pass --port"
             )
+    print(ensure_auth_token(), flush=True)
     procs: list[subprocess.Popen] = []
 
     def stop(*_) -> None:  # SIGTERM: `ray start --block` stops its node

@@ -37,8 +37,7 @@ from areal.api.cli_args import (
 from areal.api.io_struct import get_versioned_lora_name
 from areal.utils.environ import is_single_controller
 
-from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
-from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
+from memagent_workflow.infra.scheduler_kinds import make_scheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
@@ -83,15 +82,10 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         # AReaL's 30 s to start a worker (import torch and AReaL) is too short
         # on a loaded 2-core machine; the rest is the product's choice of
         # scheduler (ports unique per run, see memagent_workflow.infra.scheduler).
-        kinds = {
-            "local": MemAgentLocalScheduler,
-            "ray": MemAgentRayScheduler,
-            "slurm": StandinSlurmScheduler,  # native workers, CPU-only nodes
-        }
-        if self.config.scheduler.type not in kinds:
-            return super()._init_scheduler()
-        return kinds[self.config.scheduler.type](
-            startup_timeout=self.standin.startup_timeout, exp_config=self.config
+        return make_scheduler(
+            self.config,
+            {"slurm": StandinSlurmScheduler},  # native workers, CPU-only nodes
+            startup_timeout=self.standin.startup_timeout,
         )
 
     def _create_train_engine(

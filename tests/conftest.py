@@ -22,7 +22,12 @@ from pathlib import Path  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests.fresh_home import use_fresh_home  # noqa: E402
 from tests.tiers import FULL_COMMAND, FULL_TIER, left_out, start_order  # noqa: E402
+
+# Every test process (and all it starts) sees a new user's machine: no
+# ~/.ray/auth_token, no ~/.cache/huggingface (tests/fresh_home.py).
+use_fresh_home()
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook

@@ -6,7 +6,7 @@ docs' commands or benchmarks), and the entry scripts end to end in one process o
 against one server (the main job in SPMD mode, LoRA, the eval, ask,
 the service, the preflight, the data scripts, the trace page). The full tier (``-m full``,
 CI's next command) is the rest, runs of minutes each: the main job launched by
-AReaL's schedulers (single controller, two Ray nodes, Slurm, a node lost), the
+AReaL's schedulers (single controller, one and two Ray nodes, Slurm, a node lost), the
 chains of runs (kill and resume, the smoke's three launches), the 30-step
 learning run, the service's faults and shutdowns, the eval's variants (the paper preset, every RULER task, the
 RULER docs' data commands), the GPU recipes' and docs' preflight (the 7B LoRA
@@ -19,6 +19,7 @@ FULL_TIER = (
     "test_learning.py",
     "test_train_launch.py",
     "test_node_loss.py",
+    "test_ray_launch.py",
     "test_slurm.py",
     "test_recover.py",
     "test_smoke.py",
@@ -48,6 +49,7 @@ LONGEST_FIRST = (
     "test_recover.py",
     "test_smoke.py",
     "test_node_loss.py",
+    "test_ray_launch.py",
     "test_eval_ruler.py",
     "test_serve.py",
     "test_eval.py",

@@ -88,7 +88,7 @@ def open_engine(
     with contextlib.ExitStack() as stack:
         if config.scheduler.type is not None:
             stack.enter_context(inference.single_controller())
-            stack.enter_context(ray_for(config.scheduler.type))
+            stack.enter_context(ray_for(config))
             engine = launch_servers(config, inference)
         else:
             addrs = stack.enter_context(inference.servers())
@@ -133,26 +133,18 @@ def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> A
     """Single controller: AReaL's scheduler starts SGLang or vLLM serving
     ``actor.path``."""
     from areal.api.alloc_mode import ModelAllocation
-    from areal.infra import LocalScheduler, SlurmScheduler
 
-    from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
+    from memagent_workflow.infra.scheduler_kinds import make_scheduler
 
-    # Ray: each server's node in the logs, and a lost node stops the eval.
-    kinds = {
-        "local": LocalScheduler,
-        "ray": MemAgentRayScheduler,
-        "slurm": SlurmScheduler,
-    }
-    if config.scheduler.type not in kinds:
-        raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")
     alloc = ModelAllocation.from_str(config.rollout.backend, name="rollout")
     if alloc.backend not in engines.BACKENDS:
         raise EvalRefused(
             f"rollout.backend must be sglang:dN or vllm:dN, got {config.rollout.backend}"
         )
-    scheduler = kinds[config.scheduler.type](
-        exp_config=config, **inference.scheduler_kwargs()
-    )
+    try:  # Ray: each server's node in the logs, and a lost node stops the eval
+        scheduler = make_scheduler(config, **inference.scheduler_kwargs())
+    except ValueError as exc:
+        raise EvalRefused(str(exc)) from None
     engine = inference.engine_class().as_controller(config.rollout, scheduler)
     engine.initialize(
         role=ROLLOUT_ROLE, server_args=inference.server_args(alloc.parallel.tp_size)

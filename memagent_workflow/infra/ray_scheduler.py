@@ -8,56 +8,44 @@ adds two things and changes nothing else:
 
 - after each role's workers start it logs the node each one runs on
   (``actor/0 on Ray node vm:41425 (6019f03b)``: host, raylet port, node id);
-- a watcher checks, every ``POLL_S`` seconds, each node that holds workers:
-  Ray's node table, and whether its raylet still accepts connections (a
-  killed raylet refuses at once; Ray's health checks take 15-30 s to mark its
-  node dead). On a loss it logs which node and which workers it held. The
-  run's own calls to those workers then fail and it stops (the trainer's stop
-  message names the node too); a run still going ``GRACE_S`` later (waiting on
-  a rollout that will never come) has its surviving workers killed and exits
-  with `NODE_LOST_EXIT`. The recover checkpoint of the last finished step is on
-  the shared file system: a rerun on a healed cluster resumes there
+- a watcher (`memagent_workflow.infra.node_watch`) checks, every ``POLL_S``
+  seconds, each node that holds workers: Ray's node table, and whether its
+  raylet still accepts connections. On a loss it logs which node and which
+  workers it held. The run's own calls to those workers then fail and it
+  stops (the trainer's stop message names the node too); a run still going
+  ``GRACE_S`` later (waiting on a rollout that will never come), whose node is
+  still lost when checked again, has its surviving workers killed and exits
+  with `NODE_LOST_EXIT`. The recover checkpoint of the last finished step is
+  on the shared file system: a rerun on a healed cluster resumes there
   (docs/multi-node.md).
+
+The watcher stands down when the run ends: a role's deleted workers leave it
+at once, and it stops when the trainer closes (`MemAgentPPOTrainer.close`),
+when all workers are deleted, and before the job's Ray is shut down
+(`memagent_workflow.infra.ray_cluster.shutdown`).
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import sys
-import threading
-import time
+import weakref
 
 import ray
 from areal.infra.scheduler.ray import RayScheduler
 from areal.utils import logging
 
+from memagent_workflow.infra.node_watch import (  # noqa: F401 - the run's bounds
+    GRACE_S,
+    NODE_LOST_BOUND_S,
+    NODE_LOST_EXIT,
+    NodeWatch,
+    node_name,
+)
+
 logger = logging.getLogger("MemAgentRayNodes")
 
-POLL_S = 2.0
-#: How long a run that lost a node may take to fail by itself before it is ended.
-GRACE_S = 30.0
-#: A poll, the grace and the trainer's own shutdown: the bound tests hold a run to.
-NODE_LOST_BOUND_S = 90.0
-#: The exit status of a run stopped by a lost node (EX_TEMPFAIL: rerun once healed).
-NODE_LOST_EXIT = 75
-
-
-def node_name(node: dict) -> str:
-    """A node in the logs: host:raylet-port (id prefix); several may share a host."""
-    return f"{node['NodeManagerHostname']}:{node['NodeManagerPort']} ({node['NodeID'][:8]})"
-
-
-def raylet_answers(node: dict, timeout: float = 2.0) -> bool:
-    """Whether the node's raylet accepts connections: a killed raylet refuses at
-    once, where Ray's health checks take 15-30 s to mark its node dead."""
-    try:
-        socket.create_connection(
-            (node["NodeManagerAddress"], node["NodeManagerPort"]), timeout
-        ).close()
-    except OSError:
-        return False
-    return True
+# Every scheduler whose watcher may still run: `stop_watchers` stands them down
+# before the job's Ray is shut down.
+_WATCHED: weakref.WeakSet[MemAgentRayScheduler] = weakref.WeakSet()
 
 
 class MemAgentRayScheduler(RayScheduler):
@@ -65,9 +53,12 @@ class MemAgentRayScheduler(RayScheduler):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.node_of: dict[str, str] = {}  # worker id -> Ray node id
-        self._watcher: threading.Thread | None = None
-        self._closing = threading.Event()
+        self.watch = NodeWatch(self._kill_workers)
+
+    @property
+    def node_of(self) -> dict[str, str]:
+        """Worker id -> the id of the Ray node it runs on."""
+        return self.watch.node_of
 
     def create_workers(self, job, *args, **kwargs) -> list[str]:
         worker_ids = super().create_workers(job, *args, **kwargs)
@@ -80,61 +71,42 @@ class MemAgentRayScheduler(RayScheduler):
             if getattr(info, "placement_group", None) is None:  # colocated, no process
                 continue
             node = placement_node(info.placement_group, info.bundle_index or 0)
-            self.node_of[worker_id] = node
+            self.watch.add(worker_id, node)
             logger.info(f"{worker_id} on Ray node {names.get(node, node)}")
-        if self._watcher is None:
-            self._watcher = threading.Thread(
-                target=self._watch, name="ray-node-watch", daemon=True
-            )
-            self._watcher.start()
+        _WATCHED.add(self)
+        self.watch.start()
         return worker_ids
 
     def delete_workers(self, role: str | None = None, reverse_order: bool = False):
         if role is None:
-            self._closing.set()  # the run's end: nodes may go now
+            self.stand_down()  # the run's end: nodes may go now
+        else:
+            self.watch.forget_role(role)
         super().delete_workers(role, reverse_order)
 
+    def stand_down(self) -> None:
+        """Stop watching the nodes: the run is over."""
+        self.watch.stand_down()
+
     def lost(self) -> str:
-        """Which node holding workers is gone, and which workers it held ("" if none)."""
-        try:
-            nodes = {n["NodeID"]: n for n in ray.nodes()}
-        except Exception as exc:  # noqa: BLE001 - the head itself is gone
-            return f"the Ray cluster stopped answering ({exc!r})"
-        for node_id in sorted(set(self.node_of.values())):
-            node = nodes.get(node_id)
-            if node is None or not node["Alive"] or not raylet_answers(node):
-                held = sorted(w for w, n in self.node_of.items() if n == node_id)
-                name = node_name(node) if node else node_id
-                return f"Ray node {name} was lost; it held {', '.join(held)}"
-        return ""
+        """Which node holding workers looks lost now, and which workers it held."""
+        return self.watch.lost()
 
-    def _watch(self) -> None:
-        while not self._closing.wait(POLL_S):
-            if lost := self.lost():
-                self._stop(lost)
-                return
-
-    def _stop(self, lost: str) -> None:
-        """Report the loss; if the run has not ended by itself (its own calls
-        to the lost workers fail) within ``GRACE_S``, end it here."""
-        logger.error(f"{lost}: the run stops.")
-        if self._closing.wait(GRACE_S):
+    def _kill_workers(self) -> None:
+        """The survivors' processes (and the servers they started)."""
+        if not ray.is_initialized():  # ray.kill would start a new instance
             return
-        logger.error(
-            f"the run did not stop within {GRACE_S:.0f} s of losing the node: "
-            f"stopping its workers and exiting ({NODE_LOST_EXIT}). Start the lost "
-            "node again (or replace it) and rerun the same command: it resumes "
-            "from the last recover checkpoint."
-        )
         for info in list(getattr(self, "_worker_info_by_id", {}).values()):
-            try:  # the survivors' processes (and the servers they started)
+            try:
                 ray.kill(info.actor, no_restart=True)
             except Exception:  # noqa: BLE001 - on the way out regardless
                 pass
-        sys.stdout.flush()
-        sys.stderr.flush()
-        time.sleep(0.5)  # the terminal's pipe shows the error first
-        os._exit(NODE_LOST_EXIT)
+
+
+def stop_watchers() -> None:
+    """Stand every scheduler's watcher down (before Ray is shut down)."""
+    for scheduler in list(_WATCHED):
+        scheduler.stand_down()
 
 
 def placement_node(placement_group, bundle_index: int) -> str:

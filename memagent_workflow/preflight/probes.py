@@ -141,7 +141,14 @@ class RayProbe:
         try:
             ray.init(address=address, logging_level="ERROR", log_to_driver=False)
         except Exception as exc:  # ConnectionError when there is none
-            return RayState(error=f"{address}: {type(exc).__name__}: {exc}")
+            from ray.exceptions import AuthenticationError
+
+            from memagent_workflow.infra.ray_cluster import TOKEN_ADVICE
+
+            advice = (
+                f" ({TOKEN_ADVICE})" if isinstance(exc, AuthenticationError) else ""
+            )
+            return RayState(error=f"{address}: {type(exc).__name__}: {exc}{advice}")
         try:
             nodes = [
                 RayNode(  # host:raylet port (several nodes may share a host)

@@ -44,7 +44,8 @@ from areal.utils.environ import is_single_controller
 from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
-from memagent_workflow.infra.scheduler import MemAgentLocalScheduler, private_random
+from memagent_workflow.infra.scheduler import private_random
+from memagent_workflow.infra.scheduler_kinds import make_scheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
@@ -89,9 +90,15 @@ class MemAgentPPOTrainer(PPOTrainer):
         tag also calls ``close()`` from a failing ``__init__``, where AReaL's
         reads attributes not yet set (``saver``) and its ``AttributeError``
         would replace the cause; ``_stop_workers_of_failed_start`` stops the
-        workers then."""
-        if self.built:
+        workers then. The Ray scheduler's node watcher stands down here: the
+        run is over, its nodes may go."""
+        if not self.built:
+            return
+        try:
             super().close()
+        finally:  # AReaL 1.0.4's close never deletes all workers at once
+            if isinstance(getattr(self, "scheduler", None), MemAgentRayScheduler):
+                self.scheduler.stand_down()
 
     def _init_trainer(
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
@@ -242,11 +249,7 @@ class MemAgentPPOTrainer(PPOTrainer):
     def _init_scheduler(self) -> Any:
         # Ports unique per run and a bounded worker start (two runs side by side).
         # Under Ray: each worker's node in the logs, and a lost node stops the run.
-        if self.config.scheduler.type == "local":
-            return MemAgentLocalScheduler(exp_config=self.config)
-        if self.config.scheduler.type == "ray":
-            return MemAgentRayScheduler(exp_config=self.config)
-        return super()._init_scheduler()
+        return make_scheduler(self.config)
 
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
         """A start-up that fails after the scheduler started workers (e.g. the

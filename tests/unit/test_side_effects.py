@@ -54,6 +54,7 @@ def test_local_ray_undoes_its_niceness_setting(monkeypatch):
     with local_ray(2):
         assert os.environ[KEY] == "0"
     assert seen == {
+        "address": "local",  # its own, even beside a running cluster
         "num_cpus": 2,
         "include_dashboard": False,
         "env": "0",
