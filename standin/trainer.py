@@ -39,13 +39,13 @@ from areal.utils.environ import is_single_controller
 
 from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
+from memagent_workflow.infra.slurm_scheduler import MemAgentSlurmScheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from standin.actor import StandinPPOActor
 from standin.backend import ENGINES, launched_server_args
 from standin.config import StandinGRPOConfig
 from standin.lora import load_adapter
-from standin.slurm import StandinSlurmScheduler
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -86,7 +86,7 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         kinds = {
             "local": MemAgentLocalScheduler,
             "ray": MemAgentRayScheduler,
-            "slurm": StandinSlurmScheduler,  # native workers, CPU-only nodes
+            "slurm": MemAgentSlurmScheduler,  # config_cpu.yaml: slurm.container native
         }
         if self.config.scheduler.type not in kinds:
             return super()._init_scheduler()

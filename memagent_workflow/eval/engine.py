@@ -128,15 +128,16 @@ def launch_servers(config: MemAgentEvalConfig, inference: ClusterInference) -> A
     """Single controller: AReaL's scheduler starts SGLang or vLLM serving
     ``actor.path``."""
     from areal.api.alloc_mode import ModelAllocation
-    from areal.infra import LocalScheduler, SlurmScheduler
+    from areal.infra import LocalScheduler
 
     from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
+    from memagent_workflow.infra.slurm_scheduler import MemAgentSlurmScheduler
 
     # Ray: each server's node in the logs, and a lost node stops the eval.
     kinds = {
         "local": LocalScheduler,
         "ray": MemAgentRayScheduler,
-        "slurm": SlurmScheduler,
+        "slurm": MemAgentSlurmScheduler,
     }
     if config.scheduler.type not in kinds:
         raise EvalRefused(f"unknown scheduler.type {config.scheduler.type!r}")

@@ -48,6 +48,7 @@ from areal.utils.stats_logger import StatsLogger
 
 from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler, private_random
+from memagent_workflow.infra.slurm_scheduler import MemAgentSlurmScheduler
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
@@ -233,6 +234,8 @@ class MemAgentPPOTrainer(PPOTrainer):
             return MemAgentLocalScheduler(exp_config=self.config)
         if self.config.scheduler.type == "ray":
             return MemAgentRayScheduler(exp_config=self.config)
+        if self.config.scheduler.type == "slurm":  # container: the slurm: section
+            return MemAgentSlurmScheduler(exp_config=self.config)
         return super()._init_scheduler()
 
     def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
