@@ -215,6 +215,9 @@ class Smoke:
         steps = Path(self.dir).parent / "steps.jsonl"
         self.context["at"] = self.started
         rates = report.rates_of(events, steps, gpus, self.context)
+        warnings = [w for w in [report.rows_warning(steps, gpus)] if w]
+        for warning in warnings:
+            logger.warning(warning)
         rows = report.phase_rows(events)
         memory = self.memory(peaks) if peaks.available else []
         out = self.dir / "smoke.json"
@@ -225,7 +228,7 @@ class Smoke:
                 "model": self.model_found,
             },
             "phases": rows, "failure": failure, "servers": report.servers_of(events),
-            "rates": rates,
+            "rates": rates, "warnings": warnings,
             "memory": [m.__dict__ for m in memory],
         }  # fmt: skip
         report.write_json(out, data)
