@@ -100,9 +100,9 @@ def _per(numer: float | None, denom: float | None) -> float | None:
 def step_wall(steps_path: Path, step: int = RATE_STEP) -> float | None:
     """Step ``step``'s wall time: its ``elapsed_s`` less the previous step's."""
     this, before = step_line(steps_path, step), step_line(steps_path, step - 1)
-    if this is None or before is None:
+    if this is None or before is None or "elapsed_s" not in this:
         return None
-    return this["elapsed_s"] - before["elapsed_s"]
+    return this["elapsed_s"] - before.get("elapsed_s", 0.0)
 
 
 def rows_warning(steps_path: Path, actor_ranks: int) -> str | None:
@@ -146,8 +146,8 @@ def rates_of(
         "actor_logp_tokens_per_s": per_token_rate(tokens, logp, fixed, gpus),
         "weight_update_s": seconds_of(events, "weight update", RATE_STEP),
         "actor_fixed_s": fixed,
-        "actor_row_tokens": _per(tokens, rows),
-        "step_other_s": step_other(step_wall(steps_path), timed),
+        "actor_row_tokens": _per(tokens, rows) if train else None,
+        "step_other_s": step_other(step_wall(steps_path), timed) if train else None,
         "decode_batch": servers[0]["turns"] if servers else None,
         "prompt_tokens": servers[0]["prompt_tokens"] if servers else None,
         "row_tokens": _per(tokens, rows),
@@ -171,6 +171,9 @@ RATE_UNITS = {
     "actor_train_tokens_per_s": "tokens/s per actor GPU (update)",
     "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
     "weight_update_s": "s per weight update",
+    "actor_fixed_s": "s per actor pass, fixed (logprob pass on 1x and 2x rows)",
+    "actor_row_tokens": "tokens per row",
+    "step_other_s": "s per step besides rollout, actor, weight update, saves",
 }
 
 
