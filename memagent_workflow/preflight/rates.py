@@ -51,6 +51,8 @@ MEASURED = {
     "actor_row_tokens": "tokens per trained row (counts a step's tokens)",
     "step_other_s": "seconds of a step outside its rollout, actor and weight sync",
 }
+# Costs the smoke may measure as nothing (a fit with no fixed part).
+MAY_BE_ZERO = ("actor_fixed_s", "step_other_s")
 # Context the smoke records beside the rates (shown, never computed with).
 CONTEXT = ("decode_batch", "prompt_tokens", "row_tokens", "model", "device", "at")
 
@@ -103,7 +105,9 @@ def read_measured(path: str | Path) -> Measured:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MeasuredFileError(f"{path}: rates.{key}: {value!r} is not a number")
-        if not math.isfinite(value) or value <= 0:
+        if key in MAY_BE_ZERO and math.isfinite(value) and value == 0:
+            pass  # measured as nothing: a number, counted as 0
+        elif not math.isfinite(value) or value <= 0:
             raise MeasuredFileError(f"{path}: rates.{key}: {value!r} is not > 0")
         rates[key] = float(value)
     if not rates:

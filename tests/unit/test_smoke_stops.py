@@ -23,9 +23,11 @@ import pytest
 
 from examples import smoke as smoke_cli
 from memagent_workflow.smoke import launch, slurm_jobs
+from memagent_workflow.smoke.processes import PhaseFailed
 from memagent_workflow.smoke.run import Smoke
 from memagent_workflow.smoke.signals import Stopped, stop_on_signals
 from standin import smoke as standin_smoke
+from standin.build_cache import MARKER_FILE
 from tests.unit.preflight_fakes import load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -178,3 +180,33 @@ def test_the_smoke_trials_slurm_jobs_are_cancelled_by_name(tmp_path, monkeypatch
 
 def test_no_slurm_jobs_are_looked_for_under_another_scheduler():
     assert slurm_jobs.smoke_job_prefixes(load("config_cpu.yaml")) == []
+
+
+def test_the_cpu_twin_builds_a_missing_model_in_its_model_phase(
+    tmp_path, monkeypatch, capsys
+):
+    """As the main job does (standin.cpu_job.build_model: its bar, its cached
+    folder); the stand-in's warm start cut to 20 steps here, unchecked."""
+
+    def stop_here(self):
+        raise PhaseFailed("preflight", "stopped by the test")
+
+    monkeypatch.setattr(Smoke, "preflight", stop_here)
+    monkeypatch.setattr("standin.needle_model.check_format", lambda *_: None)
+    model = tmp_path / "needle_model"
+    config = load(
+        "config_cpu.yaml",
+        f"cluster.fileroot={tmp_path / 'areal'}",
+        f"cluster.name_resolve.nfs_record_root={tmp_path / 'names'}",
+        f"actor.path={model}",
+        "standin.needle_warm_start_steps=20",
+        "standin.needle_carry=false",  # no gate to learn in 20 steps
+    )
+    args, _ = smoke_cli.parse([])
+    smoke = Smoke(
+        config, ["--config", "config_cpu.yaml"], args, standin_smoke.entries(), "m"
+    )
+    assert smoke.run() == 1
+    assert report_of(smoke)["failure"]["phase"] == "preflight"  # the model passed
+    assert (model / "config.json").is_file() and (model / MARKER_FILE).is_file()
+    assert "warm start" in capsys.readouterr().err  # the build's bar
