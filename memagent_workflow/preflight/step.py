@@ -87,13 +87,14 @@ class StepEstimate:
     def describe(self) -> str:
         joined = "the longer, overlapped" if self.overlapped else "the sum, in turn"
         sync = f"; weight sync ~{self.sync_s:,.0f} s" if self.sync_s else ""
-        if self.other_s:
-            sync += f"; other work ~{self.other_s:,.1f} s (measured)"
+        sync += f" ({self.sync_how})" if self.sync_how else ""
+        other = (
+            f"; other work ~{self.other_s:,.1f} s (measured)" if self.other_s else ""
+        )
         return (
             f"step estimate: ~{self.seconds:,.0f} s ({joined}{' + sync' * bool(sync)}"
             f"): rollout ~{self.rollout_s:,.0f} s ({self.rollout_how}); actor "
-            f"~{self.actor_s:,.0f} s ({self.actor_how}){sync}"
-            + (f" ({self.sync_how})" if self.sync_how else "")
+            f"~{self.actor_s:,.0f} s ({self.actor_how}){sync}{other}"
         )
 
 
