@@ -20,6 +20,8 @@ class Stopped(KeyboardInterrupt):
 
 
 def _raise(signum: int, _frame: object) -> None:
+    for sig in SIGNALS:  # a second one must not cut the cleanup short
+        signal.signal(sig, signal.SIG_IGN)
     raise Stopped(signal.Signals(signum).name)
 
 
