@@ -110,7 +110,8 @@ def test_each_role_was_one_job_script_on_cpus_without_a_container(slurm_run, rol
 
 def test_the_product_scheduler_ran_the_workers_natively(slurm_run):
     run, _ = slurm_run  # config_cpu.yaml's slurm.container: native
-    assert "MemAgentSlurmScheduler: workers run natively (slurm.container)" in run.log
+    said = "MemAgentSlurmScheduler: workers run natively (slurm.container)"
+    assert said in run.log + (logs(run) / "main.log").read_text()
 
 
 def test_slurm_allocated_and_ran_both_jobs(slurm_run):
