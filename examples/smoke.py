@@ -52,6 +52,9 @@ class Entries:
     eval_overrides: Callable[[Any], list[str]] = lambda config: []
     extra_overrides: list[str] = field(default_factory=list)
     inputs_by: str | None = None  # what builds the model and data (preflight)
+    # Builds the model at actor.path when missing (config -> None), in the
+    # model phase; None: the launch's model must exist (a GPU cluster's).
+    build_model: Callable[[Any], None] | None = None
 
 
 def product_entries() -> Entries:

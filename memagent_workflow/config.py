@@ -14,6 +14,7 @@ from areal.api.cli_args import GenerationHyperparameters, GRPOConfig
 from memagent_workflow.actor_config import MemAgentActorConfig
 from memagent_workflow.prompts import load_prompts
 from memagent_workflow.reward import reward_function
+from memagent_workflow.slurm_config import SlurmConfig
 
 
 @dataclass
@@ -191,6 +192,7 @@ class MemAgentGRPOConfig(GRPOConfig):
     # AReaL's actor config plus the original's KL loss (actor.kl_loss_coef).
     actor: MemAgentActorConfig = field(default_factory=MemAgentActorConfig)
     memagent: MemAgentConfig = field(default_factory=MemAgentConfig)
+    slurm: SlurmConfig = field(default_factory=SlurmConfig)  # scheduler.type=slurm
     valid_group_size: int = field(
         default=4,
         metadata={"help": "Episodes per validation question (original: 4)."},

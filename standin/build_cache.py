@@ -9,7 +9,9 @@ process's build (``build_once``'s), or the cached model reused (here).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import importlib.util
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from areal.utils import logging
@@ -20,6 +22,18 @@ shown = logging.getLogger("StandinBuild")  # on the terminal too (infra.terminal
 
 MARKER_FILE = "standin_build.json"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
+
+
+def source_digest(modules: Iterable[str]) -> str:
+    """A digest of the named modules' source files: a build keyed by it is
+    rebuilt whenever the code that writes it changes, with no version to bump."""
+    digest = hashlib.sha256()
+    for name in modules:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            raise ValueError(f"source_digest: no source for module {name}")
+        digest.update(name.encode() + b"\0" + Path(spec.origin).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def is_complete(out: Path, key: dict) -> bool:

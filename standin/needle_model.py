@@ -33,7 +33,7 @@ from transformers import (
 from memagent_workflow.data.synthetic import NEEDLE_NAMES, needle_words
 from memagent_workflow.infra.terminal import progress_bar
 from memagent_workflow.prompts import load_prompts
-from standin.build_cache import cached_build
+from standin.build_cache import cached_build, source_digest
 from standin.needle_warm_start import (
     BOX_CLOSE,
     BOX_OPEN,
@@ -45,8 +45,13 @@ from standin.needle_warm_start import (
 
 shown = logging.getLogger("StandinBuild")  # on the terminal too (infra.terminal)
 
-# Bump when anything that changes the built files changes.
-NEEDLE_BUILD_VERSION = 4
+# The code that writes the build: its source is part of the cache key, so a
+# change to the tokenizer, the demonstrations or the warm start rebuilds.
+BUILDER_MODULES = (
+    "standin.needle_model",
+    "standin.needle_warm_start",
+    "memagent_workflow.data.synthetic",
+)
 
 ENDOFTEXT, IM_START, IM_END, UNKNOWN = (
     "<|endoftext|>",
@@ -107,7 +112,7 @@ class NeedleModelSpec:
     warm_start_questions: int = 32  # per step
 
     def key(self) -> dict:
-        return {"version": NEEDLE_BUILD_VERSION, **asdict(self)}
+        return {"builder": source_digest(BUILDER_MODULES), **asdict(self)}
 
 
 def words_of(text: str) -> list[str]:

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import psutil
 
-from standin.ray_nodes import die_with_parent, free_port, stop_all
+from memagent_workflow.infra.children import die_with_parent, stop_children
+from standin.ray_nodes import free_port
 
 START_TIMEOUT_S = 60.0
 DAEMONS = ("munged", "slurmctld", "slurmd", "sinfo", "sbatch")
@@ -117,11 +118,12 @@ def main(argv: list[str] | None = None) -> int:
             )  # fmt: skip
         )
 
-    def stop(*_) -> None:
-        stop_all(procs)
+    def stopped(*_) -> None:  # Ctrl-C or SIGTERM: a clean stop, exit 0
+        stop_children(procs)
+        sys.exit(0)
 
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stopped)
+    signal.signal(signal.SIGINT, stopped)
     if not munge_answers():
         Path("/run/munge").mkdir(parents=True, exist_ok=True)
         start("munged", "--foreground", "--force")
@@ -131,14 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     while node_state(env) != "idle":
         if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
             print(f"Slurm did not start: see {folder}/*.out and *.log", flush=True)
-            stop()
+            stop_children(procs)
+            return 1
         time.sleep(1.0)
     print(f"SLURM_CONF={conf}", flush=True)
     print(f"node {socket.gethostname()}: idle, {os.cpu_count()} CPUs", flush=True)
     while all(p.poll() is None for p in procs):
         time.sleep(1.0)
     print("a Slurm daemon stopped: see its .out file", flush=True)
-    stop()
+    stop_children(procs)
     return 1
 
 

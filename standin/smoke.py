@@ -5,7 +5,9 @@
 The planned launch is the CPU main job (``python -m standin.train``): AReaL's
 single controller, its actor and rollout workers, the stand-in launched where
 SGLang would be. Its children are this entry again, so they take the
-stand-in's config, trainer and job (the model and data built when missing);
+stand-in's config, trainer and job (the model and data built when missing;
+the model first in this process, in the model phase, as the main job builds
+it: the same progress bar and cached folder);
 the eval is ``python -m standin.eval`` on the needle config the CPU job's
 length eval uses, with synthetic questions.
 """
@@ -30,7 +32,7 @@ def eval_data(eval_config: Any, folder: Path, samples: int) -> list[str]:
 def entries() -> smoke.Entries:
     from standin import eval as standin_eval
     from standin.config import StandinEvalConfig, StandinGRPOConfig
-    from standin.cpu_job import cpu_job
+    from standin.cpu_job import build_model, cpu_job
     from standin.eval_inference import StandinInference
     from standin.length_eval import eval_overrides
     from standin.trainer import StandinPPOTrainer
@@ -48,6 +50,7 @@ def entries() -> smoke.Entries:
         eval_overrides=eval_overrides,
         extra_overrides=[NO_LENGTH_EVAL],
         inputs_by=INPUTS_BY,
+        build_model=build_model,  # as the main job builds it, bar and cache
     )
 
 

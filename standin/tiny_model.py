@@ -32,12 +32,10 @@ from transformers import (
     Qwen2ForCausalLM,
 )
 
-from standin.build_cache import cached_build
+from standin.build_cache import cached_build, source_digest
 
 logger = logging.getLogger("TinyModel")
 
-# Bump when anything that changes the built files changes.
-TINY_BUILD_VERSION = 1
 
 ENDOFTEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 
@@ -172,7 +170,7 @@ def build_tiny_model(
     """
     if vocab_size < 300:
         raise ValueError(f"vocab_size must be >= 300, got {vocab_size}")
-    key = {"version": TINY_BUILD_VERSION, "seed": seed, "vocab_size": vocab_size}
+    key = {"builder": source_digest([__name__]), "seed": seed, "vocab_size": vocab_size}
     return cached_build(
         out_dir, key, lambda out: _write_build(out, seed, vocab_size), overwrite
     )

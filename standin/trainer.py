@@ -44,7 +44,6 @@ from standin.actor import StandinPPOActor
 from standin.backend import ENGINES, launched_server_args
 from standin.config import StandinGRPOConfig
 from standin.lora import load_adapter
-from standin.slurm import StandinSlurmScheduler
 
 
 class StandinPPOTrainer(MemAgentPPOTrainer):
@@ -84,7 +83,6 @@ class StandinPPOTrainer(MemAgentPPOTrainer):
         # scheduler (ports unique per run, see memagent_workflow.infra.scheduler).
         return make_scheduler(
             self.config,
-            {"slurm": StandinSlurmScheduler},  # native workers, CPU-only nodes
             startup_timeout=self.standin.startup_timeout,
         )
 

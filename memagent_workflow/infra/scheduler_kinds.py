@@ -2,10 +2,9 @@
 
 - ``local``: `MemAgentLocalScheduler` (ports unique per run, a bounded worker start);
 - ``ray``: `MemAgentRayScheduler` (each worker's node logged, a lost node stops the run);
-- ``slurm``: AReaL's `SlurmScheduler`, as AReaL's trainer builds it.
+- ``slurm``: `MemAgentSlurmScheduler` (AReaL's, its container the ``slurm:`` section's).
 
-A caller may replace a kind (the CPU stand-in runs Slurm's workers natively)
-and pass the scheduler's own keyword arguments (``startup_timeout``).
+A caller may replace a kind and pass the scheduler's own keyword arguments (``startup_timeout``).
 """
 
 from __future__ import annotations
@@ -14,15 +13,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from areal.api import Scheduler
-from areal.infra import SlurmScheduler
 
 from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import MemAgentLocalScheduler
+from memagent_workflow.infra.slurm_scheduler import MemAgentSlurmScheduler
 
 SCHEDULERS: Mapping[str, type[Scheduler]] = {
     "local": MemAgentLocalScheduler,
     "ray": MemAgentRayScheduler,
-    "slurm": SlurmScheduler,
+    "slurm": MemAgentSlurmScheduler,
 }
 
 

@@ -13,7 +13,10 @@ measurement). ``actor_train_tokens_per_s`` and ``actor_logp_tokens_per_s``:
 tokens per second per actor GPU through the update (forward and backward) and
 through one log-probability pass (without a measurement: the model's FLOPs at
 ``--train-tflops``). ``weight_update_s``: one weight update, actor to every
-server (not counted without a measurement). ``train_tflops``: the update's
+server (not counted without a measurement). ``actor_fixed_s``,
+``actor_row_tokens`` and ``step_other_s``: the actor's fixed cost per pass,
+tokens per row and a step's other work (``actor_cost``; not counted, or the
+fullest turn's tokens, without a measurement). ``train_tflops``: the update's
 achieved TFLOP/s per GPU, counted as the step model counts FLOPs (for any model:
 it replaces ``--train-tflops`` where the actor's tokens/s are not measured).
 
@@ -43,7 +46,13 @@ MEASURED = {
     "actor_logp_tokens_per_s": "tokens/s per actor GPU through one logprob pass",
     "weight_update_s": "seconds of one weight update",
     "train_tflops": "TFLOP/s per actor GPU in the update, as the step model counts",
+    # The fixed and per-step costs (preflight/actor_cost.py).
+    "actor_fixed_s": "fixed seconds of one actor pass, whatever its tokens",
+    "actor_row_tokens": "tokens per trained row (counts a step's tokens)",
+    "step_other_s": "seconds of a step outside its rollout, actor and weight sync",
 }
+# Costs the smoke may measure as nothing (a fit with no fixed part).
+MAY_BE_ZERO = ("actor_fixed_s", "step_other_s")
 # Context the smoke records beside the rates (shown, never computed with).
 CONTEXT = ("decode_batch", "prompt_tokens", "row_tokens", "model", "device", "at")
 
@@ -96,7 +105,9 @@ def read_measured(path: str | Path) -> Measured:
             continue
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise MeasuredFileError(f"{path}: rates.{key}: {value!r} is not a number")
-        if not math.isfinite(value) or value <= 0:
+        if key in MAY_BE_ZERO and math.isfinite(value) and value == 0:
+            pass  # measured as nothing: a number, counted as 0
+        elif not math.isfinite(value) or value <= 0:
             raise MeasuredFileError(f"{path}: rates.{key}: {value!r} is not > 0")
         rates[key] = float(value)
     if not rates:
@@ -162,6 +173,9 @@ class StepRates:
     actor_logp: Rate
     tflops: Rate
     weight_update: Rate  # seconds; None: not counted
+    actor_fixed: Rate = Rate(None, "not counted")  # seconds per actor pass
+    row_tokens: Rate = Rate(None, "the fullest turn's")  # tokens per row
+    step_other: Rate = Rate(None, "not counted")  # seconds per step
 
 
 def step_rates(options: Any) -> StepRates:
@@ -187,6 +201,9 @@ def step_rates(options: Any) -> StepRates:
         weight_update=pick(
             m, "weight_update_s", None, "", None, "weight sync not counted"
         ),
+        actor_fixed=pick(m, "actor_fixed_s", None, "", None, "not counted"),
+        row_tokens=pick(m, "actor_row_tokens", None, "", None, "the fullest turn's"),
+        step_other=pick(m, "step_other_s", None, "", None, "not counted"),
     )  # fmt: skip
 
 
@@ -201,6 +218,13 @@ def sources(rates: StepRates) -> str:
     }
     if None in (rates.actor_train.value, rates.actor_logp.value):
         named["actor TFLOP/s"] = rates.tflops
+    for name, rate in (
+        ("actor fixed cost", rates.actor_fixed),
+        ("tokens per row", rates.row_tokens),
+        ("a step's other work", rates.step_other),
+    ):
+        if rate.value is not None:  # shown where measured only
+            named[name] = rate
     by_source: dict[str, list[str]] = {}
     for name, rate in named.items():
         by_source.setdefault(rate.source, []).append(name)

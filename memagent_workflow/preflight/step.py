@@ -26,7 +26,9 @@ unmeasured). AReaL pauses generation for it, so it never overlaps the rollout.
 
 Rollout and training overlap on separate GPUs when rollouts may run ahead
 (``rollout.max_head_offpolicyness`` > 0): the step is the longer of the two,
-plus the sync; colocated on the same GPUs, or fully on-policy, it is the sum.
+plus the sync; colocated on the same GPUs, fully on-policy, or on CPU (the
+roles share the cores), it is the sum. Measured by the smoke (``actor_cost``):
+each actor pass's fixed seconds, the tokens per row and the step's other work.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from memagent_workflow.preflight.actor_cost import step_tokens
 from memagent_workflow.preflight.budgets import turn_seconds, turns_per_episode
 from memagent_workflow.preflight.memory_estimate import turn_tokens
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
@@ -56,16 +59,19 @@ class StepEstimate:
     rollout_how: str
     actor_how: str
     sync_how: str = ""
+    fixed_s: float = 0.0  # per actor pass, whatever its tokens (actor_cost)
+    other_s: float = 0.0  # the step's other work (actor_cost)
 
     @property
     def actor_s(self) -> float:
-        return self.update_s + self.logp_passes * self.logp_s
+        passes = 1 + self.logp_passes
+        return self.update_s + self.logp_passes * self.logp_s + passes * self.fixed_s
 
     @property
     def seconds(self) -> float:
         if self.overlapped:
-            return max(self.rollout_s, self.actor_s) + self.sync_s
-        return self.rollout_s + self.actor_s + self.sync_s
+            return max(self.rollout_s, self.actor_s) + self.sync_s + self.other_s
+        return self.rollout_s + self.actor_s + self.sync_s + self.other_s
 
     def with_actor(self, share: float = 1.0, logp_passes: int | None = None):
         """The step with the actor's work scaled by ``share`` and, given,
@@ -81,11 +87,14 @@ class StepEstimate:
     def describe(self) -> str:
         joined = "the longer, overlapped" if self.overlapped else "the sum, in turn"
         sync = f"; weight sync ~{self.sync_s:,.0f} s" if self.sync_s else ""
+        sync += f" ({self.sync_how})" if self.sync_how else ""
+        other = (
+            f"; other work ~{self.other_s:,.1f} s (measured)" if self.other_s else ""
+        )
         return (
             f"step estimate: ~{self.seconds:,.0f} s ({joined}{' + sync' * bool(sync)}"
             f"): rollout ~{self.rollout_s:,.0f} s ({self.rollout_how}); actor "
-            f"~{self.actor_s:,.0f} s ({self.actor_how}){sync}"
-            + (f" ({self.sync_how})" if self.sync_how else "")
+            f"~{self.actor_s:,.0f} s ({self.actor_how}){sync}{other}"
         )
 
 
@@ -124,12 +133,17 @@ def step_estimate(run: Run) -> StepEstimate | None:
         f"{batch} groups, {in_flight} in flight, {turns} turns x {per_turn:.0f} s"
     )
     seq = turn_tokens(run)
-    tokens = batch * config.memagent.group_size * turns * seq
+    rows = batch * config.memagent.group_size * turns
+    tokens = round(step_tokens(rows, seq, rates.row_tokens.value))
     gpus = max(1, run.layout.actor_gpus)
     per_gpu = tokens / gpus
     train, logp = rates.actor_train.value, rates.actor_logp.value
     count = f"{tokens / 1e6:.1f}M" if tokens >= 1e5 else f"{tokens:,}"
     how = [f"{count} tokens on {gpus} GPU(s)"]
+    if rates.row_tokens.value:
+        how[0] += f" ({rates.row_tokens.value:,.1f} a row, measured)"
+    if rates.actor_fixed.value:
+        how.append(f"{rates.actor_fixed.value:.2f} s fixed a pass (measured)")
     if None in (train, logp):
         shape = run.model[0]
         if shape is None:
@@ -154,6 +168,7 @@ def step_estimate(run: Run) -> StepEstimate | None:
         how.append(flops_how)
     sync = rates.weight_update
     overlapped = not run.layout.colocated and config.rollout.max_head_offpolicyness > 0
+    overlapped = overlapped and run.gpu_run  # on CPU the roles share the cores
     return StepEstimate(
         rollout_s=rollout_s,
         update_s=per_gpu / train,
@@ -164,6 +179,8 @@ def step_estimate(run: Run) -> StepEstimate | None:
         rollout_how=rollout_how,
         actor_how=", ".join(how),
         sync_how="measured" if sync.value else "",
+        fixed_s=rates.actor_fixed.value or 0.0,
+        other_s=rates.step_other.value or 0.0,
     )
 
 

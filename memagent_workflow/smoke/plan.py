@@ -35,7 +35,8 @@ TRIAL_SECTIONS = (
 )  # fmt: skip
 PHASES = (
     "model", "preflight", "launch", "model load", "engine start", "server bench",
-    "rollout", "ref logprob pass", "logprob pass", "actor step", "weight update",
+    "rollout", "ref logprob pass", "logprob pass", "logprob pass x2", "actor step",
+    "weight update",
     "save", "recover checkpoint", "resume", "resumed step", "eval",
 )  # fmt: skip
 
@@ -128,6 +129,7 @@ def deadlines(config: Any, given: dict[str, float]) -> dict[str, float]:
         "rollout": request,
         "ref logprob pass": request,
         "logprob pass": request,
+        "logprob pass x2": 2 * request,
         "actor step": request,
         "weight update": 900.0,
         "save": 1800.0,

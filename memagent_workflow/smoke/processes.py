@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from memagent_workflow.infra.children import die_with_parent
 from memagent_workflow.smoke.events import (
     EVENTS_ENV,
     RUN_ENV,
@@ -32,6 +33,7 @@ from memagent_workflow.smoke.events import (
     open_phase,
     read_events,
 )
+from memagent_workflow.smoke.slurm_jobs import cancel_trial_jobs
 
 MARK_ENV = "MEMAGENT_SMOKE_MARK"
 GRACE_S = 10.0  # SIGTERM, then SIGKILL after this long
@@ -133,9 +135,11 @@ class Supervisor:
         between_s: float = 600.0,
         poll_s: float = 0.5,
         cwd: Path | None = None,
+        slurm_jobs: list[str] | None = None,
     ):
         self.events, self.deadlines, self.mark = events, deadlines, mark
         self.between_s, self.poll_s, self.cwd = between_s, poll_s, cwd
+        self.slurm_jobs = slurm_jobs or []  # job-name prefixes cancelled on stop
 
     def env(self, child: Child) -> dict[str, str]:
         return {
@@ -167,6 +171,7 @@ class Supervisor:
             proc = subprocess.Popen(
                 child.cmd, cwd=self.cwd, env=self.env(child), stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
+                preexec_fn=die_with_parent,  # the smoke killed outright
             )  # fmt: skip
         try:
             self._watch(proc, child, started)
@@ -196,13 +201,15 @@ class Supervisor:
             )
 
     def _stop(self, proc: subprocess.Popen) -> list[str]:
-        """Stop the child's group and every marked process; what is left."""
+        """Stop the child's group, every marked process and the trial's Slurm
+        jobs; what is left."""
         if proc.poll() is None:
             try:
                 os.killpg(proc.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
         left = stop_marked(self.mark)
+        cancel_trial_jobs(self.slurm_jobs)
         try:
             proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:

@@ -18,9 +18,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from memagent_workflow.preflight.actor_cost import (
+    fit_fixed,
+    per_token_rate,
+    step_other,
+)
 from memagent_workflow.smoke.events import Event
 
 RATE_STEP = 2
+DOUBLED = "logprob pass x2"  # step 2's logprob pass again, on its batch twice
+# Step 2's phases timed apart; the rest of its wall time is its other work.
+STEP_PHASES = (
+    "rollout", "ref logprob pass", "logprob pass", DOUBLED, "actor step",
+    "weight update", "save", "recover checkpoint",
+)  # fmt: skip
 
 
 @dataclass
@@ -86,10 +97,34 @@ def _per(numer: float | None, denom: float | None) -> float | None:
     return numer / denom
 
 
+def step_wall(steps_path: Path, step: int = RATE_STEP) -> float | None:
+    """Step ``step``'s wall time: its ``elapsed_s`` less the previous step's."""
+    this, before = step_line(steps_path, step), step_line(steps_path, step - 1)
+    if this is None or before is None or "elapsed_s" not in this:
+        return None
+    return this["elapsed_s"] - before.get("elapsed_s", 0.0)
+
+
+def rows_warning(steps_path: Path, actor_ranks: int) -> str | None:
+    """A warning when step 2 had fewer rows than the actor has data-parallel
+    ranks: some ranks then trained nothing, and its rates understate them."""
+    line = step_line(steps_path)
+    rows = line.get("rows") if line else None
+    if rows is None or rows >= actor_ranks:
+        return None
+    return (
+        f"step {RATE_STEP} had {rows} rows for {actor_ranks} actor data-parallel "
+        "ranks: some ranks had none, and the actor's rates understate the run's "
+        "(give more --groups)"
+    )
+
+
 def rates_of(
     events: list[Event], steps_path: Path, actor_gpus: int, context: dict[str, Any]
 ) -> dict[str, Any]:
-    """The ``rates`` section (``None`` where its phase did not run)."""
+    """The ``rates`` section (``None`` where its phase did not run). The actor's
+    rates are its passes' per-token parts once the fixed part is fitted from the
+    doubled logprob pass (preflight/actor_cost.py)."""
     servers = servers_of(events)
     line = step_line(steps_path)
     tokens = rows = None
@@ -98,15 +133,21 @@ def rates_of(
         rows = line.get("rows")
     gpus = max(1, actor_gpus)
     logp = seconds_of(events, "logprob pass", RATE_STEP)
+    fixed = fit_fixed(logp, seconds_of(events, DOUBLED, 1))
     if logp is None:
         logp = seconds_of(events, "ref logprob pass", RATE_STEP)
     train = seconds_of(events, "actor step", RATE_STEP)
+    timed = [seconds_of(events, phase, RATE_STEP) for phase in STEP_PHASES]
+    timed[STEP_PHASES.index(DOUBLED)] = seconds_of(events, DOUBLED, 1)
     return {
         "decode_tokens_per_s": _mean([s["decode_tokens_per_s"] for s in servers]),
         "prefill_tokens_per_s": _mean([s["prefill_tokens_per_s"] for s in servers]),
-        "actor_train_tokens_per_s": _per(tokens, train and train * gpus),
-        "actor_logp_tokens_per_s": _per(tokens, logp and logp * gpus),
+        "actor_train_tokens_per_s": per_token_rate(tokens, train, fixed, gpus),
+        "actor_logp_tokens_per_s": per_token_rate(tokens, logp, fixed, gpus),
         "weight_update_s": seconds_of(events, "weight update", RATE_STEP),
+        "actor_fixed_s": fixed,
+        "actor_row_tokens": _per(tokens, rows) if train else None,
+        "step_other_s": step_other(step_wall(steps_path), timed) if train else None,
         "decode_batch": servers[0]["turns"] if servers else None,
         "prompt_tokens": servers[0]["prompt_tokens"] if servers else None,
         "row_tokens": _per(tokens, rows),
@@ -130,6 +171,9 @@ RATE_UNITS = {
     "actor_train_tokens_per_s": "tokens/s per actor GPU (update)",
     "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
     "weight_update_s": "s per weight update",
+    "actor_fixed_s": "s per actor pass, fixed (logprob pass on 1x and 2x rows)",
+    "actor_row_tokens": "tokens per row",
+    "step_other_s": "s per step besides rollout, actor, weight update, saves",
 }
 
 

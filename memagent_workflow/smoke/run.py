@@ -33,6 +33,8 @@ from memagent_workflow.smoke import launch, plan, report
 from memagent_workflow.smoke.events import FIRST_PHASE, EventLog, read_events
 from memagent_workflow.smoke.gpu_memory import PeakMemory
 from memagent_workflow.smoke.processes import Child, PhaseFailed, Supervisor
+from memagent_workflow.smoke.signals import cause_of, stop_on_signals
+from memagent_workflow.smoke.slurm_jobs import smoke_job_prefixes
 from memagent_workflow.smoke.timed import BENCH_ENV
 
 logger = logging.getLogger("MemAgentSmoke")
@@ -41,7 +43,8 @@ PREFLIGHT_ROWS = 1000  # data rows the preflight checks per file
 
 def within(seconds: float, phase: str, fn: Any, *args: Any) -> Any:
     """``fn(*args)`` in this process, `PhaseFailed` if it takes over ``seconds``
-    (it is left to the process's end, in a daemon thread)."""
+    (it is left to the process's end, in a daemon thread: its result is
+    dropped, so nothing it does later reaches the report)."""
     box: dict[str, Any] = {}
 
     def call() -> None:
@@ -77,43 +80,68 @@ class Smoke:
 
     # ------------------------------------------------------------ the phases
     def run(self) -> int:
-        """Every phase; 0 when all passed."""
+        """Every phase; 0 when all passed. Whatever stops it (a phase that
+        fails or runs out of time, any exception, Ctrl-C, SIGTERM, SIGHUP), the
+        report and ``smoke.json`` are written."""
         deadlines = plan.deadlines(self.config, self.args.deadlines)
         plan.clear_previous(self.config)
         self.dir = plan.smoke_dir(self.config)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.events = self.dir / "events.jsonl"
         self.events.unlink(missing_ok=True)
-        own = EventLog(str(self.events), "smoke")
-        supervisor = Supervisor(self.events, deadlines, self.mark, cwd=self.cwd)
+        supervisor = Supervisor(
+            self.events, deadlines, self.mark, cwd=self.cwd,
+            slurm_jobs=smoke_job_prefixes(self.config),
+        )  # fmt: skip
         print(f"smoke of {' '.join(self.argv)}: trial {plan.smoke_trial(self.config)}, "
               f"logs in {self.dir}", flush=True)  # fmt: skip
         failure = None
         peaks = PeakMemory(self.mark)
-        try:
-            with own.phase("model"):
-                self.model_found = within(
-                    deadlines["model"],
-                    "model",
-                    launch.check_model,
-                    self.config.actor.path,
-                )
-            with own.phase("preflight"):
-                within(deadlines["preflight"], "preflight", self.preflight)
-            with peaks:
-                for name in ("train", "resume", "eval"):
-                    self.say(name)
-                    try:
-                        child = self.child(name)
-                    except (OSError, ValueError) as exc:  # e.g. its eval config
-                        raise PhaseFailed(FIRST_PHASE[name], repr(exc)) from exc
-                    supervisor.run(child)
-        except PhaseFailed as exc:
-            failure = {"phase": exc.phase, "cause": exc.cause}
-        except KeyboardInterrupt:
-            failure = {"phase": "interrupted", "cause": "Ctrl-C"}
-        self.finish(failure, peaks)
+        self.phase = "model"
+        with stop_on_signals():
+            try:
+                self.phases(deadlines, supervisor, peaks)
+            except PhaseFailed as exc:
+                failure = {"phase": exc.phase, "cause": exc.cause}
+            except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP
+                failure = {"phase": "interrupted", "cause": cause_of(exc)}
+            except Exception as exc:  # a bug or an OSError: named, reported
+                logger.exception(f"the smoke stopped in {self.phase}")
+                failure = {"phase": self.phase, "cause": repr(exc)}
+            self.finish(failure, peaks)
         return 1 if failure else 0
+
+    def phases(
+        self, deadlines: dict[str, float], supervisor: Supervisor, peaks: PeakMemory
+    ) -> None:
+        own = EventLog(str(self.events), "smoke")
+        with own.phase("model"):
+            if self.entries.build_model is not None:  # e.g. the stand-in's
+                self.entries.build_model(self.config)
+            self.model_found = within(
+                deadlines["model"], "model", launch.check_model, self.config.actor.path
+            )
+        self.phase = "preflight"
+        with own.phase("preflight"):
+            run, bad = within(deadlines["preflight"], "preflight", self.preflight)
+        self.run_ = run  # a timed-out preflight's thread never sets it
+        gpus = run.gpus
+        self.context["device"] = gpus[0].name if gpus else "no GPU (CPU)"
+        if bad:
+            raise PhaseFailed(
+                "preflight",
+                "; ".join(f"{c.label}: {c.found}" for c in bad)
+                + " (examples/preflight.py with the same arguments shows the table)",
+            )
+        with peaks:
+            for name in ("train", "resume", "eval"):
+                self.phase = FIRST_PHASE[name]
+                self.say(name)
+                try:
+                    child = self.child(name)
+                except (OSError, ValueError) as exc:  # e.g. its eval config
+                    raise PhaseFailed(FIRST_PHASE[name], repr(exc)) from exc
+                supervisor.run(child)
 
     def say(self, name: str) -> None:
         what = {
@@ -125,22 +153,13 @@ class Smoke:
         }[name]
         print(f"smoke: {what} ...", flush=True)
 
-    def preflight(self) -> None:
-        """The preflight of the launch as planned: a blocking item stops here."""
+    def preflight(self) -> tuple[Run, list[Any]]:
+        """The preflight of the launch as planned, and its blocking items."""
         run = Run(
             self.config, "train", Options(max_rows=PREFLIGHT_ROWS),
             inputs_by=self.entries.inputs_by,
         )  # fmt: skip
-        bad = blocking(run_checks(run))
-        self.run_ = run
-        if bad:
-            raise PhaseFailed(
-                "preflight",
-                "; ".join(f"{c.label}: {c.found}" for c in bad)
-                + " (examples/preflight.py with the same arguments shows the table)",
-            )
-        gpus = run.gpus
-        self.context["device"] = gpus[0].name if gpus else "no GPU (CPU)"
+        return run, blocking(run_checks(run))
 
     def bench_spec(self) -> dict[str, int]:
         """The server bench at the real config's turn size and concurrency."""
@@ -196,6 +215,9 @@ class Smoke:
         steps = Path(self.dir).parent / "steps.jsonl"
         self.context["at"] = self.started
         rates = report.rates_of(events, steps, gpus, self.context)
+        warnings = [w for w in [report.rows_warning(steps, gpus)] if w]
+        for warning in warnings:
+            logger.warning(warning)
         rows = report.phase_rows(events)
         memory = self.memory(peaks) if peaks.available else []
         out = self.dir / "smoke.json"
@@ -206,7 +228,7 @@ class Smoke:
                 "model": self.model_found,
             },
             "phases": rows, "failure": failure, "servers": report.servers_of(events),
-            "rates": rates,
+            "rates": rates, "warnings": warnings,
             "memory": [m.__dict__ for m in memory],
         }  # fmt: skip
         report.write_json(out, data)

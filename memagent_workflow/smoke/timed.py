@@ -7,7 +7,8 @@ until the actor is created), ``model load`` (the actor's workers start and load
 the model; a reference model too), ``engine start`` (the rollout workers launch
 the inference servers; AReaL connects the actor to them), ``server bench``
 (`bench`: prefill and decode at the config's turn sizes), then per step
-``rollout``, ``ref logprob pass``, ``logprob pass``, ``actor step``, ``weight
+``rollout``, ``ref logprob pass``, ``logprob pass`` (step 2: ``logprob pass x2``
+too, `with_doubled`), ``actor step``, ``weight
 update``, ``save`` (the HF checkpoint) and ``recover checkpoint``. Resume run
 (``resume``): ``resume`` is the whole start-up, the recover checkpoint loaded
 through AReaL's recover path and its weights pushed to the servers, then
@@ -24,6 +25,7 @@ from typing import Any
 
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.smoke.events import EventLog
+from memagent_workflow.smoke.report import DOUBLED, RATE_STEP
 
 BENCH_ENV = "MEMAGENT_SMOKE_BENCH"  # JSON: turns, prompt_tokens, new_tokens, seed
 
@@ -43,6 +45,26 @@ def marked(log: EventLog, phase: str, method: Callable) -> Callable:
         log.start(phase)
         result = method(*args, **kwargs)
         log.end(phase)
+        return result
+
+    return call
+
+
+def with_doubled(log: EventLog, method: Callable, raw: Callable) -> Callable:
+    """``method`` (the actor's marked ``compute_logp``); at step 2's call, the
+    batch again twice over through ``raw``, timed as ``logprob pass x2`` and its
+    result dropped: two sizes fit the pass's fixed cost (report.rates_of)."""
+    calls = 0
+
+    @functools.wraps(method)
+    def call(batch: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        result = method(batch, *args, **kwargs)
+        calls += 1
+        if calls == RATE_STEP and isinstance(batch, list):
+            log.start(DOUBLED)
+            raw(batch + batch, *args, **kwargs)
+            log.end(DOUBLED)
         return result
 
     return call
@@ -88,12 +110,16 @@ def timed(trainer_cls: type) -> type:
                 with self.smoke_log.phase("resumed step"):
                     return super().train(*args, **kwargs)
             self._bench()
+            raw_logp = self.actor.compute_logp
             for name, phase in ACTOR_PHASES.items():
                 setattr(
                     self.actor,
                     name,
                     marked(self.smoke_log, phase, getattr(self.actor, name)),
                 )
+            self.actor.compute_logp = with_doubled(
+                self.smoke_log, self.actor.compute_logp, raw_logp
+            )
             if self.ref is not None:
                 self.ref.compute_logp = marked(
                     self.smoke_log, "ref logprob pass", self.ref.compute_logp

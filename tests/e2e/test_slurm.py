@@ -4,7 +4,8 @@ docs/multi-node.md's "Slurm" commands in a fresh copy of the repository:
 ``standin.slurm_cluster`` (munged, slurmctld and slurmd on this machine), then
 the launch with ``scheduler.type=slurm`` (2 steps, validation included). AReaL
 writes and ``sbatch``-es one job script per role; the workers start under
-``srun`` and the run must end as under the other schedulers: both steps
+``srun`` (the product's scheduler, ``slurm.container: native``) and the run
+must end as under the other schedulers: both steps
 reported, the server serving exactly the weights the actor saved. It needs
 Slurm's daemons and root: `.ci/run` installs Slurm and sets
 ``MEMAGENT_REQUIRE_SLURM=1``, which turns a missing Slurm into a failure;
@@ -105,6 +106,12 @@ def test_each_role_was_one_job_script_on_cpus_without_a_container(slurm_run, rol
     assert "--gres" not in script and "singularity" not in script
     assert re.search(r"srun --unbuffered --mpi=pmi2 .* bash -c", script)
     assert f"--role {role} " in script
+
+
+def test_the_product_scheduler_ran_the_workers_natively(slurm_run):
+    run, _ = slurm_run  # config_cpu.yaml's slurm.container: native
+    said = "MemAgentSlurmScheduler: workers run natively (slurm.container)"
+    assert said in run.log + (logs(run) / "main.log").read_text()
 
 
 def test_slurm_allocated_and_ran_both_jobs(slurm_run):

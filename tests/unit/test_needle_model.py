@@ -4,9 +4,12 @@ summary), the format it teaches and not the task, the demonstrations of the
 carry, overwrite and shift warm starts, the gate check, and the refused shares.
 """
 
+import importlib.machinery
+import importlib.util
 import io
 import json
 from dataclasses import replace
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -19,7 +22,8 @@ from memagent_workflow.chunking import chunk_views
 from memagent_workflow.context import encode_context
 from memagent_workflow.data.synthetic import NEEDLE_ANSWERS, make_needle
 from memagent_workflow.infra.terminal import progress_bar
-from standin.build_cache import MARKER_FILE
+from standin import needle_warm_start
+from standin.build_cache import MARKER_FILE, is_complete
 from standin.needle_model import build_needle_model, build_tokenizer, init_model
 from standin.needle_warm_start import Demos, gate_misses, warm_start_gate
 from tests.unit.test_needle import PROMPTS, SPEC
@@ -49,6 +53,32 @@ def test_build_is_deterministic_and_cached(tmp_path, monkeypatch):
     marker = json.loads((first / MARKER_FILE).read_text())
     assert marker["seed"] == 0 and marker["memory_prompt"] == PROMPTS.memory_update
     assert marker["warm_start_steps"] == 20
+
+
+def test_a_change_to_the_builders_source_rebuilds(tmp_path, monkeypatch):
+    """The key holds a digest of the warm start's source: an edit to it (no
+    version to bump) makes the cached build stale, and the next call rebuilds."""
+    monkeypatch.setattr("standin.needle_model.check_format", lambda *_: None)
+    spec = replace(SPEC, warm_start_steps=4)
+    first = build_needle_model(tmp_path / "a", spec)
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    source = tmp_path / "src" / "needle_warm_start.py"
+    source.parent.mkdir()
+    source.write_text(Path(needle_warm_start.__file__).read_text() + "\n# edited\n")
+    real = importlib.util.find_spec
+
+    def edited(name, *args):
+        found = real(name, *args)
+        if name == "standin.needle_warm_start":
+            return importlib.machinery.ModuleSpec(
+                name, found.loader, origin=str(source)
+            )
+        return found
+
+    monkeypatch.setattr("standin.build_cache.importlib.util.find_spec", edited)
+    assert not is_complete(first, spec.key())
+    build_needle_model(first, spec)
+    assert (first / "model.safetensors").stat().st_mtime_ns != stamp
 
 
 def test_each_round_of_the_carry_gate_adds_its_steps_to_the_bar():

@@ -40,13 +40,19 @@ RATES = {  # chosen so that every step below comes out round
 
 
 @pytest.fixture(scope="module")
-def cfg():
+def cpu_cfg():
     return load(
         "config_cpu.yaml",
         "memagent.max_chunks=2",
         "tokenizer_path=/nonexistent/tokenizer",
         "actor.path=/nonexistent/model",
     )
+
+
+@pytest.fixture(scope="module")
+def cfg(cpu_cfg):
+    """The same launch on a node of 2 GPUs: the roles on GPUs of their own."""
+    return changed(cpu_cfg, cluster__n_gpus_per_node=2)
 
 
 def measured(tmp_path, name="smoke.json", **rates):
@@ -67,6 +73,28 @@ def test_overlapped_step_is_the_longer_side_plus_the_sync(cfg, tmp_path):
     assert step.seconds == pytest.approx(57.6 + 5.0)
 
 
+def test_on_cpu_the_step_is_the_sum_the_roles_share_the_cores(cpu_cfg, tmp_path):
+    step = step_estimate(run_of(cpu_cfg, measured=measured(tmp_path)))
+    assert not step.overlapped
+    assert step.seconds == pytest.approx(9.0 + 57.6 + 5.0)
+
+
+FITTED = {  # the smoke's fixed and per-step costs (preflight/actor_cost.py)
+    "actor_fixed_s": ("actor_s", 57.6 + 2 * 0.5),  # the update and 1 logprob pass
+    "actor_row_tokens": ("actor_s", 384 * 10 / 100 + 384 * 10 / 400),  # 384 rows
+    "step_other_s": ("seconds", 57.6 + 5.0 + 2.0),
+}
+
+
+@pytest.mark.parametrize("key", sorted(FITTED))
+def test_the_fixed_and_per_step_costs_measured_are_counted(cfg, tmp_path, key):
+    value = {"actor_fixed_s": 0.5, "actor_row_tokens": 10.0, "step_other_s": 2.0}
+    step = step_estimate(run_of(cfg, measured=measured(tmp_path, **{key: value[key]})))
+    what, expected = FITTED[key]
+    assert getattr(step, what) == pytest.approx(expected)
+    assert "(measured)" in step.describe()
+
+
 def test_on_policy_step_is_the_sum(cfg, tmp_path):
     on_policy = changed(cfg, rollout__max_head_offpolicyness=0)
     step = step_estimate(run_of(on_policy, measured=measured(tmp_path)))
@@ -77,7 +105,7 @@ def test_on_policy_step_is_the_sum(cfg, tmp_path):
 def test_the_projection_and_what_each_speed_up_saves(cfg, tmp_path):
     found = projection(run_of(cfg, measured=measured(tmp_path)))
     assert found.steps == 40 and found.steps_how == "total_train_steps"
-    assert found.gpus == 2  # one stand-in server and one actor process
+    assert found.gpus == 2  # one server's GPU and one actor GPU
     assert found.hours == pytest.approx(40 * 62.6 / 3600)
     assert found.gpu_hours == pytest.approx(2 * 40 * 62.6 / 3600)
     saved = {s.override: s.step_s for s in found.savings}
@@ -121,11 +149,12 @@ def test_steps_are_capped_by_the_epochs_over_the_rows(cfg, tmp_path):
     assert projection(capped).steps == 40
 
 
-def test_a_cpu_run_without_measured_rates_is_not_estimated(cfg):
-    assert step_estimate(run_of(cfg)) is None and projection(run_of(cfg)) is None
+def test_a_cpu_run_without_measured_rates_is_not_estimated(cpu_cfg):
+    run = run_of(cpu_cfg)
+    assert step_estimate(run) is None and projection(run) is None
 
 
-@pytest.mark.parametrize("key", sorted(set(MEASURED) - {"train_tflops"}))
+@pytest.mark.parametrize("key", sorted(set(MEASURED) - {"train_tflops", *FITTED}))
 def test_every_measured_rate_is_the_one_used(cfg, tmp_path, key):
     """Doubling a measured rate (halving a measured duration) moves its part of
     the step exactly as the file says: no constant stands in for it."""

@@ -6,7 +6,10 @@ each role's sbatch script, and ``sbatch`` is replaced by a stub that keeps the
 script and stops there. The scripts must ask Slurm for the nodes, GPUs, CPUs
 and memory of the config's layout and specs, start AReaL's RPC worker on every
 GPU with the project's experiment, trial, name-resolve root and file root, and
-(AReaL's default, which the docs name) run it in AReaL's Apptainer image.
+(AReaL's default, which the docs name) run it in AReaL's Apptainer image. The
+product's trainer builds `MemAgentSlurmScheduler` from the ``slurm:`` section:
+the same container by default, its bind from ``slurm.container_mounts``, and
+none with ``slurm.container=native`` (the CPU job's, tests/e2e/test_slurm.py).
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import pytest
 from areal.api.scheduler_api import Job
 from areal.infra.scheduler import slurm
 
+from memagent_workflow.infra.slurm_scheduler import MemAgentSlurmScheduler
+from memagent_workflow.trainer.ppo_trainer import MemAgentPPOTrainer
 from tests.unit.preflight_fakes import load
 
 PAPER_SCALE = (
@@ -31,14 +36,23 @@ class Submitted(Exception):
     """sbatch was called: the script is written."""
 
 
-@pytest.fixture(scope="module")
-def submitted(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("slurm")
-    (tmp / "root").mkdir()
-    (tmp / "names").mkdir()
+def product_scheduler(cfg):
+    """The scheduler the product's trainer builds for ``cfg``."""
+
+    class Trainer:  # only what _init_scheduler reads
+        config = cfg
+
+    return MemAgentPPOTrainer._init_scheduler(Trainer())
+
+
+def scripts_of(*overrides: str, tmp) -> tuple:
+    """Each role's script as the product's trainer's scheduler submits it."""
+    (tmp / "root").mkdir(exist_ok=True)
+    (tmp / "names").mkdir(exist_ok=True)
     cfg = load(
         "config.yaml",
         *PAPER_SCALE,
+        *overrides,
         f"cluster.fileroot={tmp / 'root'}",
         f"cluster.name_resolve.nfs_record_root={tmp / 'names'}",
     )
@@ -55,10 +69,15 @@ def submitted(tmp_path_factory):
         for role, section in (("actor", cfg.actor), ("rollout", cfg.rollout)):
             job = Job(role=role, replicas=16, tasks=list(section.scheduling_spec))
             with pytest.raises(Submitted):
-                slurm.SlurmScheduler(exp_config=cfg).create_workers(job)
+                product_scheduler(cfg).create_workers(job)
     finally:
         patch.undo()
     return cfg, tmp, scripts
+
+
+@pytest.fixture(scope="module")
+def submitted(tmp_path_factory):
+    return scripts_of(tmp=tmp_path_factory.mktemp("slurm"))
 
 
 def directives(script: str) -> dict[str, str]:
@@ -101,3 +120,29 @@ def test_arealss_trainer_runs_the_workers_in_arealss_apptainer_image(submitted):
     image = cfg.actor.scheduling_spec[0].image
     for script in scripts.values():
         assert "singularity exec" in script and f" {image} bash -c" in script
+
+
+def test_the_product_builds_its_slurm_scheduler_from_the_slurm_section(submitted):
+    cfg, _, _ = submitted
+    scheduler = product_scheduler(cfg)
+    assert isinstance(scheduler, MemAgentSlurmScheduler)
+    assert scheduler.container_type == cfg.slurm.container == "apptainer"
+    assert scheduler.container_mounts == "/storage:/storage"  # config.yaml's
+
+
+def test_slurm_container_native_runs_the_workers_without_one(tmp_path):
+    _, _, scripts = scripts_of("slurm.container=native", tmp=tmp_path)
+    for script in scripts.values():
+        assert "singularity" not in script
+        assert "python3 -m areal.infra.rpc.rpc_server" in script
+
+
+def test_the_bind_comes_from_slurm_container_mounts(tmp_path):
+    _, _, scripts = scripts_of("slurm.container_mounts=/data:/data", tmp=tmp_path)
+    for script in scripts.values():
+        assert "--bind /data:/data" in script and "--bind /storage" not in script
+
+
+def test_an_unknown_container_is_refused_naming_the_field():
+    with pytest.raises(ValueError, match="slurm.container='docker'"):
+        load("config.yaml", "slurm.container=docker")

@@ -49,8 +49,14 @@ STEP = [
 def steps(tmp_path):
     path = tmp_path / "steps.jsonl"
     lines = [
-        {"step": 1, "tokens": 999, "tokens_skipped": 0, "rows": 3},
-        {"step": 2, "tokens": 96000, "tokens_skipped": 16000, "rows": 10},
+        {"step": 1, "tokens": 999, "tokens_skipped": 0, "rows": 3, "elapsed_s": 50.0},
+        {
+            "step": 2,
+            "tokens": 96000,
+            "tokens_skipped": 16000,
+            "rows": 10,
+            "elapsed_s": 150.0,
+        },  # fmt: skip
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
@@ -70,6 +76,28 @@ def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
     assert rates["weight_update_s"] == 6.0
     assert rates["row_tokens"] == 8000 and rates["decode_batch"] == 64
     assert rates["model"] == "m"
+    assert rates["actor_fixed_s"] is None  # no doubled logprob pass: nothing fitted
+
+
+def test_the_doubled_logprob_pass_fits_each_passs_fixed_cost(tmp_path, steps):
+    """4 s on the batch, 6 s on it twice over: 2 s of each pass is fixed, and the
+    rates are the per-token parts' (train 10 - 2, logp 4 - 2 seconds)."""
+    doubled = ("train", report.DOUBLED, 6.0, {})
+    events = write_events(tmp_path / "e.jsonl", [*STEP, *STEP, doubled])
+    rates = report.rates_of(events, steps, actor_gpus=4, context={})
+    assert rates["actor_fixed_s"] == pytest.approx(2.0)
+    assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (8.0 * 4))
+    assert rates["actor_logp_tokens_per_s"] == pytest.approx(80000 / (2.0 * 4))
+    assert rates["actor_row_tokens"] == 8000
+    # step 2: 100 s of wall time, 76 of them its phases and the doubled pass
+    timed = sum(s for _, _, s, _ in STEP) + 6.0
+    assert rates["step_other_s"] == pytest.approx(100.0 - timed) == 24.0
+
+
+def test_fewer_rows_than_actor_ranks_are_warned(steps):
+    assert report.rows_warning(steps, actor_ranks=10) is None
+    warning = report.rows_warning(steps, actor_ranks=16)
+    assert "step 2 had 10 rows for 16 actor data-parallel ranks" in warning
 
 
 def test_a_phase_that_did_not_run_leaves_its_rate_null(tmp_path, steps):
@@ -115,7 +143,9 @@ def test_the_smokes_json_is_what_the_preflight_reads(tmp_path, steps):
     path = tmp_path / "smoke.json"
     report.write_json(path, {"phases": report.phase_rows(events), "rates": rates})
     measured = read_measured(path)
-    assert measured.rates == {k: rates[k] for k in report.RATE_UNITS}
+    assert measured.rates == {
+        k: rates[k] for k in report.RATE_UNITS if rates[k] is not None
+    }  # a rate not measured (actor_fixed_s here) is left out
     assert "H100" in measured.label and str(path) in measured.label
 
 

@@ -1,0 +1,49 @@
+"""The actor's cost per pass as a fixed part plus a per-token part, and the
+step's other work, from what the smoke measured.
+
+A small batch's pass time is mostly fixed cost (the controller's call to the
+workers, the batch sent and gathered, the optimizer step): read as a rate
+alone, it is scaled with the tokens and overstates a full step. The smoke
+times step 2's logprob pass twice, on its batch and on that batch doubled
+(`fit_fixed`): the difference is the per-token part of ``T`` tokens, the rest
+the fixed part, taken as the same for the update's call. Measured tokens per
+row (``row_tokens``) count a step's tokens in place of the fullest turn's
+bound. ``step_other_s`` is the rest of a measured step (advantages, the
+controller's bookkeeping): its wall time less the rollout's wait, the actor's
+passes, the weight update and the checkpoints (`step_other`).
+"""
+
+from __future__ import annotations
+
+MAX_FIXED_SHARE = 0.9  # of the measured pass: some of it is always per token
+
+
+def fit_fixed(single_s: float | None, double_s: float | None) -> float | None:
+    """Fixed seconds of one pass from its time on ``T`` and on ``2T`` tokens
+    (``2 x single - double``), within [0, 0.9 x single]; None unmeasured."""
+    if single_s is None or double_s is None:
+        return None
+    return min(max(0.0, 2 * single_s - double_s), MAX_FIXED_SHARE * single_s)
+
+
+def per_token_rate(
+    tokens: float | None, seconds: float | None, fixed_s: float | None, gpus: int
+) -> float | None:
+    """Tokens/s per GPU of a pass's per-token part (its time less the fixed)."""
+    if tokens is None or not seconds:
+        return None
+    fixed = min(fixed_s or 0.0, MAX_FIXED_SHARE * seconds)
+    return tokens / ((seconds - fixed) * max(1, gpus))
+
+
+def step_other(wall_s: float | None, timed_s: list[float | None]) -> float | None:
+    """A step's time outside its timed phases (None unmeasured, >= 0)."""
+    if wall_s is None:
+        return None
+    return max(0.0, wall_s - sum(t for t in timed_s if t is not None))
+
+
+def step_tokens(rows: int, bound: int, row_tokens: float | None) -> float:
+    """A step's tokens: rows at the measured tokens per row, else at the
+    fullest turn's ``bound``."""
+    return rows * (row_tokens if row_tokens else bound)
