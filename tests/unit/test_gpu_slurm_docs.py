@@ -111,3 +111,17 @@ def test_the_image_is_areals_1_0_4_plus_the_project_checked_by_install_sh():
 def test_the_build_context_leaves_out_local_state(name):
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert name in ignored
+
+
+def test_the_native_override_the_page_names_runs_the_workers_without_a_container():
+    """The page's "Without a container" override, added to the launch, reaches
+    the product's Slurm scheduler as AReaL's native container type."""
+    from memagent_workflow.infra.scheduler_kinds import make_scheduler
+
+    (override,) = set(re.findall(r"`(slurm\.container=\w+)`", PAGE.read_text()))
+    args = [a for a in command("examples/train.py") if "scheduling_spec" not in a]
+    cfg = load_config([*config_args(args), override])
+    assert cfg.slurm.container == "native"
+    scheduler = make_scheduler(cfg)
+    assert type(scheduler).__name__ == "MemAgentSlurmScheduler"
+    assert scheduler.container_type == "native"
