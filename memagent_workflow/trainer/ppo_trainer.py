@@ -15,6 +15,9 @@ recovery:
 * servers left paused by a trainer that died in a weight update are resumed;
 * a start-up that fails after the scheduler started workers stops them.
 
+Each HF checkpoint it saves records the prompt order it was trained with
+(`memagent_workflow.trainer.prompt_order_record`).
+
 With ``actor.kl_loss_coef > 0`` (the original MemAgent's KL loss,
 `memagent_workflow.trainer.kl_loss`) it builds AReaL's reference model (``ref:``)
 even when ``actor.kl_ctl`` is 0, for which AReaL builds none; AReaL's training
@@ -30,7 +33,7 @@ with one seed, started at once, would draw the same ones.
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The private methods of `PPOTrainer` overridden
 here (``_create_dataloader``, ``_create_train_engine``, ``_init_rollout``,
-``_init_scheduler``) are listed, with why, in
+``_init_scheduler``, ``_save_hf``) are listed, with why, in
 ``memagent_workflow/areal_internals/pinned.py``, which pins them.
 """
 
@@ -61,6 +64,7 @@ from memagent_workflow.recovery.ledger import (
 from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.trainer.actor import MemAgentPPOActor
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
+from memagent_workflow.trainer.prompt_order_record import RecordsPromptOrder
 from memagent_workflow.trainer.step_report import StepReport
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -68,7 +72,7 @@ logger = logging.getLogger("MemAgentTrainer")
 QUESTIONS_LOG = "questions.jsonl"
 
 
-class MemAgentPPOTrainer(PPOTrainer):
+class MemAgentPPOTrainer(RecordsPromptOrder, PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
 
