@@ -31,7 +31,14 @@ from memagent_workflow.episode import Document, Episode, parse_item
 from memagent_workflow.metrics import log_group, log_scalars
 from memagent_workflow.prompts import PromptTexts, as_prompt_texts
 from memagent_workflow.reward import reward_function
-from memagent_workflow.rows import INDEX_KEY, TIED_KEY, Turn, pad_rows, tied_flags
+from memagent_workflow.rows import (
+    INDEX_KEY,
+    TIED_KEY,
+    Turn,
+    pad_rows,
+    shared_prompt_tokens,
+    tied_flags,
+)
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -142,6 +149,9 @@ class MemAgentWorkflow(RolloutWorkflow):
         log_scalars(calls_retried=retried)
 
         turns = [t for e in episodes for t in e.turns]
+        # prompt tokens a prefix cache (or AReaL's tree training) could share
+        prompts, shared = await asyncio.to_thread(shared_prompt_tokens, turns)
+        log_scalars(prompt_tokens=prompts, prompt_tokens_shared=shared)
         row_advantages = self.row_advantages(episodes, advantages)
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).

@@ -47,6 +47,24 @@ def mb_tokens(mb_list: Any) -> int:
     return int(sum(padded if padded else mb_list.group_lens))
 
 
+def token_counts(stats: dict[str, Any]) -> dict[str, int | None]:
+    """The step line's token counts, from the exported stats (None: not recorded)."""
+    rows, computed = stats.get(STAT_ROWS), stats.get(STAT_COMPUTED)
+    return {
+        "actor_tokens_rows": None if rows is None else round(rows),
+        "actor_tokens_computed": None if computed is None else round(computed),
+    }
+
+
+def saved_share(line: dict[str, Any]) -> float | None:
+    """The share of the row tokens the actor did not compute (negative: padding
+    cost more than sharing saved)."""
+    rows, computed = line.get("actor_tokens_rows"), line.get("actor_tokens_computed")
+    if not rows or computed is None:
+        return None
+    return 1.0 - computed / rows
+
+
 class SharesPrefixes:
     """``compute_logp``/``ppo_update`` of an FSDP PPO actor, tree-aware, and the
     training pass's token counts."""

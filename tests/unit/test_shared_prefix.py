@@ -98,3 +98,22 @@ def test_trie_order_is_a_permutation_that_take_rows_and_inverse_undo():
 def test_trie_tokens_count_shared_prefixes_once():
     assert trie_tokens([[1, 2, 3], [1, 2, 4], [5]]) == 5
     assert trie_tokens([[1, 2], [1, 2]]) == 2
+
+
+def test_a_groups_shared_prompt_tokens_are_what_one_trie_saves():
+    import numpy as np
+
+    from memagent_workflow.rows import Turn, shared_prompt_tokens
+
+    def turn(prompt):
+        return Turn(
+            prompt_ids=np.asarray(prompt, dtype=np.int32),
+            output_ids=np.asarray([9], dtype=np.int32),
+            logprobs=np.zeros(1, np.float32),
+            versions=np.zeros(1, np.int32),
+            stop_reason="stop",
+            latency=0.0,
+        )
+
+    turns = [turn([1, 2, 3, 4]), turn([1, 2, 3, 5]), turn([1, 7])]
+    assert shared_prompt_tokens(turns) == (10, 3 + 1)  # [1,2,3] again, [1] again
