@@ -43,6 +43,8 @@ MEASURED = {
     "actor_logp_tokens_per_s": "tokens/s per actor GPU through one logprob pass",
     "weight_update_s": "seconds of one weight update",
     "train_tflops": "TFLOP/s per actor GPU in the update, as the step model counts",
+    # preflight/tree_ratio.py: a tree-training run's actor_tokens_computed / _rows
+    "tree_token_share": "share of the row tokens the actor computes (tree training)",
 }
 # Context the smoke records beside the rates (shown, never computed with).
 CONTEXT = ("decode_batch", "prompt_tokens", "row_tokens", "model", "device", "at")

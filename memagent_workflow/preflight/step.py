@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight.budgets import turn_seconds, turns_per_episode
 from memagent_workflow.preflight.memory_estimate import turn_tokens
+from memagent_workflow.preflight.tree_ratio import actor_share
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 
 if TYPE_CHECKING:
@@ -124,12 +125,13 @@ def step_estimate(run: Run) -> StepEstimate | None:
         f"{batch} groups, {in_flight} in flight, {turns} turns x {per_turn:.0f} s"
     )
     seq = turn_tokens(run)
-    tokens = batch * config.memagent.group_size * turns * seq
+    share, share_how = actor_share(run)  # tree training: a share of the rows
+    tokens = batch * config.memagent.group_size * turns * seq * share
     gpus = max(1, run.layout.actor_gpus)
     per_gpu = tokens / gpus
     train, logp = rates.actor_train.value, rates.actor_logp.value
     count = f"{tokens / 1e6:.1f}M" if tokens >= 1e5 else f"{tokens:,}"
-    how = [f"{count} tokens on {gpus} GPU(s)"]
+    how = [f"{count} tokens on {gpus} GPU(s)"] + [share_how] * bool(share_how)
     if None in (train, logp):
         shape = run.model[0]
         if shape is None:

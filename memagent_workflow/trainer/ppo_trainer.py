@@ -13,10 +13,8 @@ recovery:
   ``prepare_batch`` tells the ledger which questions each step trains);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
 * servers left paused by a trainer that died in a weight update are resumed;
-* a start-up that fails after the scheduler started workers stops them.
-
-Each HF checkpoint it saves records the prompt order it was trained with
-(`memagent_workflow.trainer.prompt_order_record`).
+* a start-up that fails after the scheduler started workers stops them;
+* each HF checkpoint records its prompt order (``trainer/prompt_order_record.py``).
 
 With ``actor.kl_loss_coef > 0`` (the original MemAgent's KL loss,
 `memagent_workflow.trainer.kl_loss`) it builds AReaL's reference model (``ref:``)
@@ -66,6 +64,7 @@ from memagent_workflow.trainer.actor import MemAgentPPOActor
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 from memagent_workflow.trainer.prompt_order_record import RecordsPromptOrder
 from memagent_workflow.trainer.step_report import StepReport
+from memagent_workflow.trainer.tree_actor import check_tree_config
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -103,6 +102,8 @@ class MemAgentPPOTrainer(RecordsPromptOrder, PPOTrainer):
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
     ) -> None:
         check_kl_loss_config(config)  # before any worker starts
+        for name in ("actor", "ref"):  # tree training's needs (None: no ref)
+            check_tree_config(getattr(config, name), name)
         super().__init__(config, train_dataset=train_dataset, **kwargs)
         self._add_kl_loss_ref()
         self.stats_logger = StepReport(

@@ -65,6 +65,24 @@ def saved_share(line: dict[str, Any]) -> float | None:
     return 1.0 - computed / rows
 
 
+def check_tree_config(actor: Any, where: str = "actor") -> None:
+    """Refuse, before any worker starts, a tree-training config AReaL refuses at
+    its first batch."""
+    if not getattr(actor, "enable_tree_training", False):
+        return
+    if not actor.pad_to_maximum:
+        raise ValueError(
+            f"{where}.enable_tree_training=true needs {where}.pad_to_maximum=true "
+            "(AReaL's tries are padded to mb_spec.max_tokens_per_mb)"
+        )
+    size = actor.mb_spec.max_tokens_per_mb
+    if size is None or size % 128:
+        raise ValueError(
+            f"{where}.enable_tree_training=true needs {where}.mb_spec."
+            f"max_tokens_per_mb a multiple of 128 (FlexAttention's block), got {size}"
+        )
+
+
 class SharesPrefixes:
     """``compute_logp``/``ppo_update`` of an FSDP PPO actor, tree-aware, and the
     training pass's token counts."""

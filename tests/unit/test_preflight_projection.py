@@ -125,7 +125,10 @@ def test_a_cpu_run_without_measured_rates_is_not_estimated(cfg):
     assert step_estimate(run_of(cfg)) is None and projection(run_of(cfg)) is None
 
 
-@pytest.mark.parametrize("key", sorted(set(MEASURED) - {"train_tflops"}))
+# tree_token_share acts with tree training only: tests/unit/test_preflight_tree.py
+@pytest.mark.parametrize(
+    "key", sorted(set(MEASURED) - {"train_tflops", "tree_token_share"})
+)
 def test_every_measured_rate_is_the_one_used(cfg, tmp_path, key):
     """Doubling a measured rate (halving a measured duration) moves its part of
     the step exactly as the file says: no constant stands in for it."""
