@@ -17,6 +17,7 @@ from __future__ import annotations
 
 FULL_TIER = (
     "test_learning.py",
+    "test_tree_learning.py",
     "test_train_launch.py",
     "test_node_loss.py",
     "test_slurm.py",
@@ -42,6 +43,7 @@ FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 # should be short ones. Unlisted files follow, in collection order.
 LONGEST_FIRST = (
     "test_learning.py",
+    "test_tree_learning.py",
     "test_train_launch.py",
     "test_recover.py",
     "test_smoke.py",
