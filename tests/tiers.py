@@ -18,6 +18,7 @@ from __future__ import annotations
 FULL_TIER = (
     "test_learning.py",
     "test_tree_learning.py",
+    "test_tree_training_paper.py",
     "test_train_launch.py",
     "test_node_loss.py",
     "test_slurm.py",
