@@ -135,10 +135,10 @@ def test_tree_and_packed_give_the_same_logprobs_loss_and_gradients(
     same_numbers(actors, shape, order)
 
 
-def same_numbers(actors, shape: Shape, order: str) -> None:
+def same_numbers(actors, shape: Shape, order: str, data=None) -> None:
     """One batch through both actors: log-probs, loss, KL loss, gradients, counts."""
     packed, tree = actors
-    data = batch_of(shape, order)
+    data = batch_of(shape, order) if data is None else data
     mask = valid(data)
     a = packed.compute_logp([dict(data)])[0]
     b = tree.compute_logp([dict(data)])[0]
@@ -159,3 +159,13 @@ def same_numbers(actors, shape: Shape, order: str) -> None:
     rows = int(data["attention_mask"].sum())
     assert stat(stats_a, STAT_ROWS) == stat(stats_b, STAT_ROWS) == rows
     assert stat(stats_a, STAT_COMPUTED) >= rows
+
+
+def test_identical_rows_each_count_as_packed(actors):
+    """Episodes that wrote the same memory give identical rows (common in the
+    needle task): each is still its own row in the loss."""
+    data = batch_of(NEEDLE, "section_first")
+    for key in ("input_ids", "attention_mask", "loss_mask", "logprobs", "versions"):
+        data[key][1] = data[key][0]
+        data[key][2] = data[key][0]
+    same_numbers(actors, NEEDLE, "section_first", data)
