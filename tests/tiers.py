@@ -19,6 +19,7 @@ FULL_TIER = (
     "test_learning.py",
     "test_tree_learning.py",
     "test_tree_training_paper.py",
+    "test_bench_tree.py",
     "test_train_launch.py",
     "test_node_loss.py",
     "test_slurm.py",
