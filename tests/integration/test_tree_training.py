@@ -119,6 +119,8 @@ def update(actor, data: dict[str, torch.Tensor]):
     stats = stats_tracker.export_all(reset=True)
     grads = []
     for p in actor.model.parameters():
+        if p.grad is None:  # frozen (LoRA's base)
+            continue
         g = p.grad.full_tensor() if hasattr(p.grad, "full_tensor") else p.grad
         grads.append(g.detach().clone())
     return stats, grads
