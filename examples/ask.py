@@ -46,6 +46,7 @@ from memagent_workflow.eval.engine import (
 )
 from memagent_workflow.infra.config_loader import exits_on_config_error
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
+from memagent_workflow.prompts.order import check_prompt_order
 
 logger = logging.getLogger("MemAgentAsk")
 WORKFLOW_PATH = "memagent_workflow.eval.ask.AskWorkflow"
@@ -83,7 +84,8 @@ def main(
         kwargs = workflow_kwargs(config, gconfig=config.gconfig, trace=True)
         try:
             workflow = AskWorkflow(**kwargs)
-        except ValueError as exc:  # chunk size, prompts: names the knob
+            check_prompt_order(config.actor.path, workflow.prompts.memory_update, "ask")
+        except ValueError as exc:  # chunk size, prompts (and their order): the knob
             raise AskRefused(str(exc)) from None
         check_question(workflow, args.question)
         ids = encode_stream(workflow.tokenizer, stream, args.document)

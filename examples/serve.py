@@ -31,6 +31,7 @@ from memagent_workflow.config import workflow_kwargs
 from memagent_workflow.eval.ask import AskWorkflow
 from memagent_workflow.eval.engine import ClusterInference
 from memagent_workflow.infra.paths import load_entry_config, make_shared_folders
+from memagent_workflow.prompts.order import check_prompt_order
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.app import Service
 from memagent_workflow.serve.auth import api_key, check_bind
@@ -103,7 +104,8 @@ def main(
     config.eval.lengths, config.eval.tasks = sets  # a launched worker rebuilds it
     try:
         workflow = AskWorkflow(**workflow_kwargs(config, config.gconfig, trace=True))
-    except ValueError as exc:  # chunk size, prompts: names the knob
+        check_prompt_order(config.actor.path, workflow.prompts.memory_update, "serve")
+    except ValueError as exc:  # chunk size, prompts (and their order): the knob
         logger.error(f"refused: {exc}")
         sys.exit(2)
     workflow.engine_retry_s = cfg.engine_retry_s  # the service's, not the eval's

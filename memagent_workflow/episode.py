@@ -3,6 +3,7 @@ running record, and the data item read through the row schema."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,9 @@ class Episode:
     latency: float = 0.0
     oldest_version: int | None = None  # oldest policy version that wrote a token
     retried_calls: int = 0  # model calls that failed and were made again
+    # Names the episode's requests (ModelRequest.metadata["episode"]); their rid
+    # (AReaL's routing key) may be its group's.
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def add_turn(self, turn: Turn, keep: bool) -> None:
         """Count a finished model call; keep it as a training row if ``keep``."""

@@ -56,6 +56,16 @@ class Turn:
         return len(self.prompt_ids) + len(self.output_ids)
 
 
+def shared_prompt_tokens(turns: list[Turn]) -> tuple[int, int]:
+    """A group's prompt tokens, and how many of them repeat a prefix of another
+    of its prompts (what one server's prefix cache, or one trie, computes once)."""
+    from memagent_workflow.trainer.shared_prefix import trie_tokens
+
+    prompts = [t.prompt_ids.tolist() for t in turns]
+    total = sum(len(p) for p in prompts)
+    return total, total - trie_tokens(prompts)
+
+
 def pad_rows(turns: list[Turn], rewards: list[float]) -> dict[str, torch.Tensor]:
     """Right-padded ``[rows, L]`` tensors plus ``rewards [rows]``.
 

@@ -31,7 +31,14 @@ from memagent_workflow.episode import Document, Episode, parse_item
 from memagent_workflow.metrics import log_group, log_scalars
 from memagent_workflow.prompts import PromptTexts, as_prompt_texts
 from memagent_workflow.reward import reward_function
-from memagent_workflow.rows import INDEX_KEY, TIED_KEY, Turn, pad_rows, tied_flags
+from memagent_workflow.rows import (
+    INDEX_KEY,
+    TIED_KEY,
+    Turn,
+    pad_rows,
+    shared_prompt_tokens,
+    tied_flags,
+)
 
 logger = logging.getLogger("MemAgentWorkflow")
 
@@ -117,8 +124,12 @@ class MemAgentWorkflow(RolloutWorkflow):
             log_scalars(item_rejected=1.0)
             return None
         started = [Episode() for _ in range(self.group_size)]
+        # One rid for the group: AReaL's client sends every request of a rid to
+        # one server (the rid is its routing key, not sent to the server), so
+        # the group's prompts meet in that server's prefix cache.
+        rid = uuid.uuid4().hex
         results = await asyncio.gather(
-            *(self.run_episode(engine, doc, ep=ep) for ep in started),
+            *(self.run_episode(engine, doc, ep=ep, rid=rid) for ep in started),
             return_exceptions=True,
         )
         episodes = [r for r in results if isinstance(r, Episode)]
@@ -142,6 +153,9 @@ class MemAgentWorkflow(RolloutWorkflow):
         log_scalars(calls_retried=retried)
 
         turns = [t for e in episodes for t in e.turns]
+        # prompt tokens a prefix cache (or AReaL's tree training) could share
+        prompts, shared = await asyncio.to_thread(shared_prompt_tokens, turns)
+        log_scalars(prompt_tokens=prompts, prompt_tokens_shared=shared)
         row_advantages = self.row_advantages(episodes, advantages)
         # Padding a long group's rows takes 100+ ms; off the loop, so other
         # episodes' turns keep flowing meanwhile (see bench/results.md).
@@ -186,13 +200,15 @@ class MemAgentWorkflow(RolloutWorkflow):
         doc: Document,
         keep_turns: bool = True,
         ep: Episode | None = None,
+        rid: str | None = None,
     ) -> Episode:
         """Read every chunk into memory, then answer from the memory alone.
 
         ``ep``: the episode to fill (its counters stay readable if this raises).
         """
         ep = Episode() if ep is None else ep
-        rid = uuid.uuid4().hex  # one rid: every turn of the episode on one server
+        # one rid: every turn of the episode (``rid``: of its group) on one server
+        rid = uuid.uuid4().hex if rid is None else rid
         memory = self.initial_memory
         for chunk in doc.chunks:
             prompt = doc.memory_prompt.build(memory, chunk)
@@ -235,6 +251,7 @@ class MemAgentWorkflow(RolloutWorkflow):
             input_ids=prompt.tolist(),
             gconfig=gconfig,
             tokenizer=self.tokenizer,
+            metadata={"episode": ep.id},
         )
         resp = await agenerate_with_retry(engine, req, self.engine_retry_s, ep)
         return Turn.from_response(prompt, resp, trainable=trainable)

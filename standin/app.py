@@ -130,6 +130,7 @@ def add_sglang_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
         )
         if isinstance(body.get("rid"), str):
             req.rid = body["rid"]
+        req.cached_tokens = engine.prefix_cache.serve(ids, body.get("lora_path"))
         try:
             await served(engine, req, fut)
         finally:
@@ -163,6 +164,10 @@ def add_sglang_routes(routes: web.RouteTableDef, engine: StandinEngine) -> None:
         return ok("resumed")
 
     @routes.post("/flush_cache")
+    async def flush(_: web.Request) -> web.Response:
+        engine.prefix_cache.clear()
+        return ok("cache flushed")
+
     @routes.post("/release_memory_occupation")
     @routes.post("/resume_memory_occupation")
     async def noop(request: web.Request) -> web.Response:

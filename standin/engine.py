@@ -25,6 +25,7 @@ from transformers import AutoTokenizer
 from standin.batching import ContinuousBatching
 from standin.lora import LoraAdapters
 from standin.model import KVBatch, load_model
+from standin.prefix_cache import PrefixCache
 from standin.protocol import GenRequest
 from standin.weight_log import WeightLog
 from standin.xccl import load_tensors
@@ -77,6 +78,7 @@ class StandinEngine(ContinuousBatching):
         self.max_batch_size = max_batch_size
         self.max_prefills_per_step = max_prefills_per_step
         self.weights = WeightLog()
+        self.prefix_cache = PrefixCache()  # meta_info.cached_tokens (prefix_cache.py)
         self.paused = False
         self._cv = threading.Condition()
         self._pending: deque[GenRequest] = deque()
@@ -164,6 +166,7 @@ class StandinEngine(ContinuousBatching):
             new = load_model(path, attn="sdpa")
             state = new.state_dict()
             self.model.load_state_dict(state, strict=True)
+            self.prefix_cache.clear()  # new weights: SGLang's cache is flushed
             dtype = str(new.dtype).removeprefix("torch.")
             self.weights.record("disk", list(state), [dtype])
             self.model_path = str(path)
@@ -180,6 +183,7 @@ class StandinEngine(ContinuousBatching):
             if abort:
                 self._abort_all()
             load_tensors(self.model, tensors)
+            self.prefix_cache.clear()
             dtypes = sorted({str(t.dtype).removeprefix("torch.") for _, t in tensors})
             self.weights.record("distributed", [n for n, _ in tensors], dtypes)
             return f"Loaded {len(tensors)} tensors ({', '.join(dtypes)})"

@@ -8,12 +8,21 @@ before it, and the recomputed logprobs of all but the first would be wrong.
 `install_packed_sdpa` makes the ``sdpa`` attention of transformers build the
 block-diagonal causal mask from ``cu_seq_lens_q`` in that case, and leaves every
 other call unchanged. Only the CPU paths (stand-in runs, tests) install it.
+
+With ``actor.enable_tree_training`` AReaL's engine replaces transformers'
+``_flash_attention_forward`` with its tree attention (FlexAttention with the
+trie's block mask; ``areal/models/tree_attn/module_fsdp.py``) and passes the
+mask as ``tree_block_mask``: the GPU's ``flash_attention_2`` reaches it there.
+``sdpa`` (CPU, no flash-attn) hands such calls to transformers'
+``flash_attention_forward``, which calls AReaL's replacement: the attention
+computed is AReaL's, not this module's.
 """
 
 from __future__ import annotations
 
 import torch
 from transformers import AttentionInterface
+from transformers.integrations import flash_attention
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 
@@ -31,6 +40,10 @@ def packed_causal_mask(cu_seqlens: torch.Tensor, length: int) -> torch.Tensor:
 
 
 def packed_sdpa_forward(module, query, key, value, attention_mask, **kwargs):
+    if "tree_block_mask" in kwargs:  # AReaL's tree training: its attention
+        return flash_attention.flash_attention_forward(
+            module, query, key, value, attention_mask, **kwargs
+        )
     cu = kwargs.get("cu_seq_lens_q")
     packed = (
         cu is not None

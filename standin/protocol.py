@@ -133,6 +133,7 @@ class GenRequest:
     created: float = field(default_factory=time.perf_counter)
     generator: torch.Generator | None = None
     lora: Any = None  # the LoRA adapter it names (standin.lora.Adapter), if any
+    cached_tokens: int = 0  # prompt tokens found in the prefix cache (meta_info)
     _counts: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -253,7 +254,7 @@ def build_response(
         "finish_reason": req.finish_reason,
         "prompt_tokens": len(req.input_ids),
         "completion_tokens": len(req.output_ids),
-        "cached_tokens": 0,
+        "cached_tokens": req.cached_tokens,
         "weight_version": str(weight_version),
         "e2e_latency": now - req.created,
     }

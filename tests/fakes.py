@@ -37,7 +37,8 @@ class FakeEngine:
       (e.g. a `MemoryScript`).
 
     Episodes are numbered in the order of their first request (the workflow
-    keeps one rid per episode), turns from 0 within an episode. Every generated
+    names each in ``metadata["episode"]``; a group's share one rid, AReaL's
+    routing key), turns from 0 within an episode. Every generated
     token gets its own logprob and version (or every one ``version``, if given)
     and every call its own latency, so a row or a metric that shifts, swaps or
     mixes them up shows.
@@ -102,7 +103,8 @@ class FakeEngine:
         if self.attempts <= self.failures:
             raise RuntimeError("Failed after 3 retries each. Last error: reset")
         await asyncio.sleep(0)  # let the episodes of a group interleave
-        episode = self.episodes.setdefault(req.rid, len(self.episodes))
+        key = req.metadata.get("episode", req.rid)  # a group's episodes share a rid
+        episode = self.episodes.setdefault(key, len(self.episodes))
         if episode in self.fail_for:
             raise RuntimeError(f"engine failure in episode {episode}")
         turn = self.turns[episode] = self.turns.get(episode, -1) + 1

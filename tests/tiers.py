@@ -17,6 +17,9 @@ from __future__ import annotations
 
 FULL_TIER = (
     "test_learning.py",
+    "test_tree_learning.py",
+    "test_tree_training_paper.py",
+    "test_bench_tree.py",
     "test_train_launch.py",
     "test_node_loss.py",
     "test_ray_launch.py",
@@ -45,6 +48,7 @@ FULL_COMMAND = "uv run --locked pytest -q -n auto -m full"
 # should be short ones. Unlisted files follow, in collection order.
 LONGEST_FIRST = (
     "test_learning.py",
+    "test_tree_learning.py",
     "test_train_launch.py",
     "test_recover.py",
     "test_smoke.py",

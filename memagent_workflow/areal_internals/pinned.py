@@ -260,6 +260,35 @@ PRIVATE = (
         "fb893f0c1ec3999c1bf14048e0099af2acbf58c9405f0968d87aafbaaa681bb3",
         overridden=False,
     ),
+    Private(
+        f"{TRAINER}._save_hf",
+        ("memagent_workflow.trainer.prompt_order_record:RecordsPromptOrder",),
+        "where AReaL saves the HF checkpoints (through Saver.save, at its path): "
+        "the override then records the prompt order in that folder",
+        "c2f01802abbc83006eec8b4b6448f294bd161f474ae8c6709dbb2132ee314886",
+    ),
+    Private(
+        "areal.engine.fsdp_engine:FSDPEngine._prepare_mb_list",
+        ("memagent_workflow.trainer.tree_actor:SharesPrefixes",),
+        "every pass builds its micro-batches (tries) here: the override counts the "
+        "training pass's row tokens and its micro-batches' (padding included)",
+        "553014ecd574469e19379b6c209c34a351459a30bc431f0964683722fa327235",
+    ),
+    Private(
+        "areal.trainer.ppo.actor:PPOActor._ppo_update",
+        ("memagent_workflow.trainer.tree_actor:SharesPrefixes",),
+        "not overridden: with tree training the actor cuts its own mini-batches "
+        "and runs each through AReaL's update as one (ppo_n_minibatches=1)",
+        "a2a91bf5c636052bab95e8903a39583c99c13bfa4963c1c64d192372b49c5bc2",
+        overridden=False,
+    ),
+    Private(
+        "areal.models.tree_attn.tree:_greedy_build_tries",
+        ("memagent_workflow.trainer.tree_actor:SharesPrefixes",),
+        "not overridden: first fit in batch order; the actor hands rows in trie order",
+        "571c1ba65a303e598d31bc7168cd955b48f2fff41682e6d9c655c6406f1e6354",
+        overridden=False,
+    ),
 )
 
 # Every project class derived from AReaL: an override of a private method of

@@ -23,6 +23,7 @@ from memagent_workflow.eval.config import PAPER, MemAgentEvalConfig
 from memagent_workflow.eval.targets import Target
 from memagent_workflow.eval.trace import trace_file
 from memagent_workflow.prompts import load_prompts
+from memagent_workflow.prompts.order import check_prompt_order
 
 logger = logging.getLogger("MemAgentEval")
 
@@ -161,6 +162,8 @@ def check_workflow(config: MemAgentEvalConfig) -> dict[str, Any]:
     try:
         kwargs = workflow_kwargs(config, gconfig=config.gconfig, **extra)
         workflow_for(mode)[0](**kwargs)
+        # a checkpoint trained in the other prompt order reads this one worse
+        check_prompt_order(config.actor.path, kwargs["prompts"]["memory_update"])
     except ValueError as exc:  # PromptFileError included
         raise EvalRefused(str(exc)) from exc
     return kwargs

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight.rates import sources
 from memagent_workflow.preflight.step import StepEstimate, step_estimate
+from memagent_workflow.preflight.tree_ratio import tree_alternatives
 
 if TYPE_CHECKING:
     from memagent_workflow.preflight.run import Run
@@ -45,6 +46,8 @@ class Projection:
     unit: str  # "GPU-hours", or "process-hours" for a CPU run
     savings: tuple[Saving, ...]
     rates: str = ""  # where each rate came from (``rates.sources``)
+    # the run's estimate another way (tree training on or off): (what, step s)
+    others: tuple[tuple[str, float], ...] = ()
 
     @property
     def hours(self) -> float | None:
@@ -71,6 +74,11 @@ class Projection:
                 f"~{self.step.seconds:,.0f} s = {_num(self.hours)} h on {self.gpus} "
                 f"{where} = {_num(self.gpu_hours)} {self.unit}"
             ]
+        for what, step_s in self.others:
+            lines.append(
+                f"  {what}: ~{step_s:,.0f} s per step = "
+                f"{_num(self.gpu_hours_of(step_s))} {self.unit}"
+            )
         for s in self.savings:
             values = "/".join(f"{v:,.0f}" for v in s.step_s)
             line = f"  {s.override} saves {values} s per step"
@@ -130,5 +138,5 @@ def projection(run: Run) -> Projection | None:
     unit = "GPU-hours" if run.gpu_run else "process-hours"
     return Projection(
         step, steps, how, max(1, run.layout.gpus), unit, savings(run, step),
-        sources(run.rates),
+        sources(run.rates), tree_alternatives(run, step),
     )  # fmt: skip

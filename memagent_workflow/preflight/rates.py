@@ -50,6 +50,8 @@ MEASURED = {
     "actor_fixed_s": "fixed seconds of one actor pass, whatever its tokens",
     "actor_row_tokens": "tokens per trained row (counts a step's tokens)",
     "step_other_s": "seconds of a step outside its rollout, actor and weight sync",
+    # preflight/tree_ratio.py: a tree-training run's actor_tokens_computed / _rows
+    "tree_token_share": "share of the row tokens the actor computes (tree training)",
 }
 # Costs the smoke may measure as nothing (a fit with no fixed part).
 MAY_BE_ZERO = ("actor_fixed_s", "step_other_s")

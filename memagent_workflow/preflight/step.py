@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from memagent_workflow.preflight.actor_cost import step_tokens
 from memagent_workflow.preflight.budgets import turn_seconds, turns_per_episode
 from memagent_workflow.preflight.memory_estimate import turn_tokens
+from memagent_workflow.preflight.tree_ratio import actor_share
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 
 if TYPE_CHECKING:
@@ -134,7 +135,8 @@ def step_estimate(run: Run) -> StepEstimate | None:
     )
     seq = turn_tokens(run)
     rows = batch * config.memagent.group_size * turns
-    tokens = round(step_tokens(rows, seq, rates.row_tokens.value))
+    share, share_how = actor_share(run)  # tree training: a share of the rows
+    tokens = round(step_tokens(rows, seq, rates.row_tokens.value) * share)
     gpus = max(1, run.layout.actor_gpus)
     per_gpu = tokens / gpus
     train, logp = rates.actor_train.value, rates.actor_logp.value
@@ -144,6 +146,7 @@ def step_estimate(run: Run) -> StepEstimate | None:
         how[0] += f" ({rates.row_tokens.value:,.1f} a row, measured)"
     if rates.actor_fixed.value:
         how.append(f"{rates.actor_fixed.value:.2f} s fixed a pass (measured)")
+    how += [share_how] * bool(share_how)
     if None in (train, logp):
         shape = run.model[0]
         if shape is None:

@@ -114,9 +114,48 @@ def token_template(
         slots["chunk"] = CHUNK_SLOT
     text = render_chat(tokenizer, template.format(**slots))
     q = encode_text(tokenizer, question)
+    if with_chunk and chunk_first(text):
+        before, rest = split_once(text, CHUNK_SLOT)
+        texts = [before, *split_once(rest, MEMORY_SLOT)]
+        return ChunkFirstTemplate(*(_pieces(tokenizer, t, q) for t in texts))
     before, rest = split_once(text, MEMORY_SLOT)
     texts = [before, *split_once(rest, CHUNK_SLOT)] if with_chunk else [before, rest]
     return PromptTemplate(*(_pieces(tokenizer, t, q) for t in texts))
+
+
+def chunk_first(text: str) -> bool:
+    """Whether a rendered memory-update prompt has the section before the memory."""
+    return CHUNK_SLOT in text and text.index(CHUNK_SLOT) < text.index(MEMORY_SLOT)
+
+
+@dataclass(frozen=True)
+class ChunkFirstTemplate:
+    """Token pieces of a memory-update prompt with the section before the memory
+    (``prompts/section_first.yaml``): a group's rows of one turn then share
+    everything up to the memory (AReaL's tree training computes it once)."""
+
+    before_chunk: np.ndarray
+    after_chunk: np.ndarray
+    after_memory: np.ndarray
+
+    def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
+        """Prompt ids for the given memory and chunk."""
+        if chunk_ids is None:
+            raise ValueError("a memory-update prompt needs a chunk")
+        return np.concatenate(
+            [
+                self.before_chunk,
+                np.asarray(chunk_ids, dtype=np.int32),
+                self.after_chunk,
+                np.asarray(memory_ids, dtype=np.int32),
+                self.after_memory,
+            ]
+        )
+
+    @property
+    def overhead(self) -> int:
+        """Prompt tokens besides the memory and the chunk."""
+        return len(self.before_chunk) + len(self.after_chunk) + len(self.after_memory)
 
 
 # ------------------------------------------------- prompts rebuilt from text
@@ -130,18 +169,27 @@ def token_template(
 
 @dataclass(frozen=True)
 class TextPromptTemplate:
-    """A rendered chat cut at its memory (and chunk) slot; encoded whole per turn."""
+    """A rendered chat cut at its memory (and chunk) slot; encoded whole per turn.
+    With ``chunk_first`` the three texts surround the chunk, then the memory."""
 
     tokenizer: Any
     before_memory: str
     after_memory: str
     after_chunk: str | None = None
+    chunk_first: bool = False
 
     def build(self, memory_ids, chunk_ids=None) -> np.ndarray:
         """Prompt ids for the given memory (and chunk, for memory turns)."""
         memory = after_think(
             self.tokenizer.decode(memory_ids, skip_special_tokens=True)
         )
+        if self.chunk_first:
+            if chunk_ids is None:
+                raise ValueError("a memory-update prompt needs a chunk")
+            text = self.before_memory + self.tokenizer.decode(chunk_ids)
+            text += self.after_memory + memory + (self.after_chunk or "")
+            ids = self.tokenizer.encode(text, add_special_tokens=False)
+            return np.asarray(ids, dtype=np.int32)
         text = self.before_memory + memory + self.after_memory
         if self.after_chunk is not None:
             if chunk_ids is None:
@@ -168,6 +216,10 @@ def text_template(
     if with_chunk:
         slots["chunk"] = CHUNK_SLOT
     text = render_chat(tokenizer, template.format(**slots))
+    if with_chunk and chunk_first(text):
+        before, rest = split_once(text, CHUNK_SLOT)
+        middle, after = split_once(rest, MEMORY_SLOT)
+        return TextPromptTemplate(tokenizer, before, middle, after, chunk_first=True)
     before, rest = split_once(text, MEMORY_SLOT)
     if not with_chunk:
         return TextPromptTemplate(tokenizer, before, rest)

@@ -22,6 +22,11 @@ would draw the same.
 With ``actor.kl_loss_coef > 0`` (`MemAgentActorConfig`) its ``train_batch`` adds
 the original MemAgent's KL loss to the loss AReaL's PPO update hands it
 (`memagent_workflow.trainer.kl_loss`).
+
+With ``actor.enable_tree_training`` (AReaL's tree training) its passes get a
+group's rows in trie order and its mini-batches keep neighbours together; every
+step counts the tokens its training pass trained and computed
+(`memagent_workflow.trainer.tree_actor`).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from memagent_workflow.infra.scheduler import private_random
 from memagent_workflow.recovery.batches import MarksTrainedQuestions
 from memagent_workflow.trainer.kl_loss import kl_loss_coef, with_kl_loss
 from memagent_workflow.trainer.tied_groups import SkipsTiedGroups
+from memagent_workflow.trainer.tree_actor import SharesPrefixes
 
 logger = logging.getLogger("MemAgentActor")
 
@@ -74,10 +80,12 @@ class MemAgentActorController(
         self.skip_tied_groups = skip_tied_groups
 
 
-class MemAgentPPOActor(SkipsTiedGroups, MarksTrainedQuestions, FSDPPPOActor):
+class MemAgentPPOActor(
+    SkipsTiedGroups, MarksTrainedQuestions, SharesPrefixes, FSDPPPOActor
+):
     """`FSDPPPOActor` with the LR scheduler and a state check in recover
     checkpoints, whose batches mark their questions trained and, if told to,
-    leave out tied groups.
+    leave out tied groups; tree-aware (`SharesPrefixes`).
 
     Its constructor stays AReaL's (``cls(config)``: a single controller's workers
     build it so, and never prepare batches); the trainer builds it with

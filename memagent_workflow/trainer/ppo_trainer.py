@@ -15,7 +15,8 @@ recovery:
 * servers left paused by a trainer that died in a weight update are resumed;
 * a start-up that fails after the scheduler started workers stops them;
 * when training ends or stops, ``latest`` names the newest HF checkpoint
-  (`memagent_workflow.trainer.latest`).
+  (`memagent_workflow.trainer.latest`);
+* each HF checkpoint records its prompt order (``trainer/prompt_order_record.py``).
 
 With ``actor.kl_loss_coef > 0`` (the original's KL loss, `memagent_workflow.trainer.kl_loss`)
 it builds AReaL's reference model (``ref:``), an ``actor_cls`` engine, even when
@@ -27,7 +28,7 @@ one seed, started at once, would draw the same ones.
 Everything else (scheduler, controllers, executor, staleness, weight updates,
 the training loop) is AReaL's. The private methods of `PPOTrainer` overridden
 here (``_create_dataloader``, ``_create_train_engine``, ``_init_rollout``,
-``_init_scheduler``) are listed, with why, in
+``_init_scheduler``, ``_save_hf``) are listed, with why, in
 ``memagent_workflow/areal_internals/pinned.py``, which pins them.
 """
 
@@ -60,14 +61,16 @@ from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.trainer.actor import MemAgentPPOActor
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 from memagent_workflow.trainer.latest import point_latest
+from memagent_workflow.trainer.prompt_order_record import RecordsPromptOrder
 from memagent_workflow.trainer.step_report import StepReport
+from memagent_workflow.trainer.tree_actor import check_tree_config
 
 logger = logging.getLogger("MemAgentTrainer")
 
 QUESTIONS_LOG = "questions.jsonl"
 
 
-class MemAgentPPOTrainer(PPOTrainer):
+class MemAgentPPOTrainer(RecordsPromptOrder, PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
 
@@ -104,6 +107,8 @@ class MemAgentPPOTrainer(PPOTrainer):
         self, config: PPOConfig, train_dataset: Any, **kwargs: Any
     ) -> None:
         check_kl_loss_config(config)  # before any worker starts
+        for name in ("actor", "ref"):  # tree training's needs (None: no ref)
+            check_tree_config(getattr(config, name), name)
         super().__init__(config, train_dataset=train_dataset, **kwargs)
         self._add_kl_loss_ref()
         self.stats_logger = StepReport(

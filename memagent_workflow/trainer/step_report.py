@@ -35,6 +35,7 @@ from memagent_workflow.trainer.curve import plot_curves, read_steps
 from memagent_workflow.trainer.kl_loss import KL_STAT
 from memagent_workflow.trainer.prox_approx import approx_errors
 from memagent_workflow.trainer.tied_groups import step_counts
+from memagent_workflow.trainer.tree_actor import saved_share, token_counts
 
 logger = logging.getLogger("MemAgentTrainer")
 
@@ -70,6 +71,11 @@ def step_line(stats: dict[str, Any], global_step: int, elapsed_s: float) -> dict
         **step_counts(stats),  # groups, tied_groups, rows_tied, rows/tokens_skipped
         "episodes_failed": _total(stats, "rollout/memagent/episodes_failed"),
         "calls_retried": _total(stats, "rollout/memagent/calls_retried"),
+        **token_counts(stats),  # actor_tokens_rows, actor_tokens_computed
+        "rollout_prompt_tokens": _total(stats, "rollout/memagent/prompt_tokens"),
+        "rollout_prompt_tokens_shared": _total(
+            stats, "rollout/memagent/prompt_tokens_shared"
+        ),
         "eval_reward": stats.get("eval-rollout/memagent/reward"),
         "eval_sub_em": stats.get("eval-rollout/memagent/sub_em"),
         "prox_approx_error": approx_errors(stats),  # prox_logp_method: metrics
@@ -110,6 +116,16 @@ def format_line(line: dict) -> str:
         f"rollout {t.get('rollout', 0)}s train {t.get('train_step', 0)}s "
         f"weights {t.get('update_weights', 0)}s",
     ]
+    if (saved := saved_share(line)) is not None:
+        parts.append(
+            f"actor computed {line['actor_tokens_computed']} of "
+            f"{line['actor_tokens_rows']} row tokens ({saved:.0%} saved)"
+        )
+    if line.get("rollout_prompt_tokens"):
+        parts.append(
+            f"{line['rollout_prompt_tokens_shared']} of "
+            f"{line['rollout_prompt_tokens']} prompt tokens shared"
+        )
     if line["eval_reward"] is not None:
         parts.append(f"validation accuracy {line['eval_reward']:.3f}")
     return " | ".join(parts)

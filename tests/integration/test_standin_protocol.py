@@ -176,3 +176,17 @@ def test_areal_resubmits_requests_aborted_in_the_queue(one_slot):
     finally:
         engine.destroy()
         call(one_slot, "/continue_generation", {})
+
+
+def test_prefix_cache_hits_are_reported_as_sglangs_cached_tokens(small):
+    first = [11, 12, 13, 14, 15, 16]
+    status, out = generate(small, first)
+    assert status == 200 and out["meta_info"]["cached_tokens"] == 0
+    # a group's next episode: the same section, its own memory
+    _, out = generate(small, first[:4] + [21, 22])
+    assert out["meta_info"]["cached_tokens"] == 4
+    _, out = generate(small, first)  # all cached but the last, as SGLang
+    assert out["meta_info"]["cached_tokens"] == len(first) - 1
+    assert call(small, "/flush_cache", {})[0] == 200
+    _, out = generate(small, first)
+    assert out["meta_info"]["cached_tokens"] == 0

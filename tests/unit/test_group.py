@@ -141,6 +141,8 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
     kept = [len(script.kept(c.episode, c.turn)) for c in memory_calls]
     kinds = Counter(script.kind(c.turn) for c in memory_calls)
     n_tokens = len(tokenizer.encode(CONTEXT, add_special_tokens=False))
+    prompts = [list(c.input_ids) for c in calls]
+    trie = {tuple(p[: i + 1]) for p in prompts for i in range(len(p))}  # its nodes
     expected = {
         "reward": 1 / 3,
         "n_chunks": n_chunks,
@@ -161,6 +163,9 @@ def test_metrics_of_the_group_by_hand(tokenizer, n_chunks):
         "memory_tokens": sum(kept) / len(memory_calls),
         "memory_hit_limit": kinds["cut"] / len(memory_calls),
         "memory_empty": (kinds["empty"] + kinds["all_oov"]) / len(memory_calls),
+        # the group's prompt tokens, and those a prefix cache finds again
+        "prompt_tokens": sum(map(len, prompts)),
+        "prompt_tokens_shared": sum(map(len, prompts)) - len(trie),
     }
     got = {
         k.removeprefix("rollout/memagent/"): v

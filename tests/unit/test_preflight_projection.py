@@ -154,7 +154,10 @@ def test_a_cpu_run_without_measured_rates_is_not_estimated(cpu_cfg):
     assert step_estimate(run) is None and projection(run) is None
 
 
-@pytest.mark.parametrize("key", sorted(set(MEASURED) - {"train_tflops", *FITTED}))
+# tree_token_share acts with tree training only: tests/unit/test_preflight_tree.py
+@pytest.mark.parametrize(
+    "key", sorted(set(MEASURED) - {"train_tflops", "tree_token_share", *FITTED})
+)
 def test_every_measured_rate_is_the_one_used(cfg, tmp_path, key):
     """Doubling a measured rate (halving a measured duration) moves its part of
     the step exactly as the file says: no constant stands in for it."""

@@ -111,3 +111,29 @@ def test_a_resumed_run_marks_the_steps_the_stopped_run_never_reported(tmp_path):
         (1, False), (2, False), (3, True), (4, False), (5, False)
     ]  # fmt: skip
     assert "5 steps in" in resumed.summary()  # step 3 was trained all the same
+
+
+def test_the_step_line_counts_the_actors_tokens_and_the_shared_prompts():
+    stats = {
+        **STATS,
+        "memagent/actor_tokens_rows": 10000.0,
+        "memagent/actor_tokens_computed": 3500.0,
+        "rollout/memagent/prompt_tokens": 900.0,  # per group
+        "rollout/memagent/prompt_tokens__count": 2,
+        "rollout/memagent/prompt_tokens_shared": 600.0,
+        "rollout/memagent/prompt_tokens_shared__count": 2,
+    }
+    line = step_line(stats, global_step=0, elapsed_s=1.0)
+    assert line["actor_tokens_rows"] == 10000
+    assert line["actor_tokens_computed"] == 3500
+    assert line["rollout_prompt_tokens"] == 1800
+    assert line["rollout_prompt_tokens_shared"] == 1200
+    text = format_line(line)
+    assert "actor computed 3500 of 10000 row tokens (65% saved)" in text
+    assert "1200 of 1800 prompt tokens shared" in text
+    # a packed step: the counts are there, no saving to show but padding's cost
+    packed = step_line(
+        {**stats, "memagent/actor_tokens_computed": 10240.0}, global_step=0, elapsed_s=1
+    )
+    assert "(-2% saved)" in format_line(packed)
+    assert "saved" not in format_line(step_line(STATS, global_step=0, elapsed_s=1))

@@ -247,3 +247,20 @@ def test_a_reward_given_by_import_string_scores_the_group(tokenizer):
 def test_a_bad_reward_string_is_refused_with_the_key_named(tokenizer, reward, why):
     with pytest.raises(ValueError, match=rf"memagent\.reward='{reward}'.*{why}"):
         make_workflow(tokenizer, reward=reward)
+
+
+def test_a_groups_requests_share_one_rid_so_areal_sends_them_to_one_server(tokenizer):
+    class Recording(FakeEngine):
+        async def agenerate(self, req):
+            self.seen = [*getattr(self, "seen", []), (req.rid, req.metadata["episode"])]
+            return await super().agenerate(req)
+
+    engine = Recording(tokenizer, answers({0}))
+    run(make_workflow(tokenizer), engine)
+    rids = {rid for rid, _ in engine.seen}
+    assert len(rids) == 1  # AReaL's RemoteInfEngine routes by rid
+    assert len({ep for _, ep in engine.seen}) == GROUP  # episodes kept apart
+    assert len(engine.episodes) == GROUP
+    engine2 = Recording(tokenizer, answers({0}))
+    run(make_workflow(tokenizer), engine2)
+    assert {rid for rid, _ in engine2.seen} != rids  # a new group, a new rid

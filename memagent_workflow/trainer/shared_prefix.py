@@ -1,0 +1,105 @@
+"""Rows that share a prefix kept side by side, so AReaL's tree packing shares it.
+
+With ``actor.enable_tree_training`` AReaL's FSDP engine packs a micro-batch's
+rows into tries (``areal/models/tree_attn/tree.py``, ``_greedy_build_tries``):
+rows are taken in batch order and each joins the first trie with room for its
+unshared tokens. What reaches a trie therefore depends on two things upstream:
+
+* the order of the rows: a group's rows come episode by episode (turn 1, 2, ...
+  of episode 1, then of episode 2), so at a micro-batch size that holds a few
+  rows a trie fills with one episode's turns, which share only the instruction;
+* AReaL's PPO mini-batch split (``ppo_n_minibatches``), a first-fit-decreasing
+  partition by length that spreads a group's rows of one turn over the
+  mini-batches (`measure` shows it; ``tests/unit/test_shared_prefix.py``).
+
+The data-parallel dispatch keeps a group whole: a trajectory dict is one group,
+and AReaL's controller partitions the list of dicts, never a dict's rows.
+
+`trie_order` sorts a group's rows by their tokens (lexicographically: a trie's
+depth-first order), so rows sharing a prefix are adjacent and first fit packs
+them together; `contiguous_minibatches` cuts the ordered rows into mini-batches
+of about equal tokens at the boundaries where neighbours share least.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+
+def row_tokens(data: dict[str, Any]) -> list[list[int]]:
+    """Each row's tokens (its attention mask's span)."""
+    ids, mask = data["input_ids"], data["attention_mask"].bool()
+    return [r[m].tolist() for r, m in zip(ids, mask, strict=True)]
+
+
+def trie_order(data: dict[str, Any]) -> list[int]:
+    """Row indices in lexicographic token order (stable): shared prefixes adjacent."""
+    rows = row_tokens(data)
+    return sorted(range(len(rows)), key=rows.__getitem__)
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def take_rows(data: dict[str, Any], order: list[int]) -> dict[str, Any]:
+    """``data`` with every per-row tensor (first dim = rows) in ``order``."""
+    n = data["attention_mask"].shape[0]
+    index = torch.as_tensor(order, dtype=torch.long)
+    return {
+        k: v[index] if torch.is_tensor(v) and v.dim() > 0 and v.shape[0] == n else v
+        for k, v in data.items()
+    }
+
+
+def inverse(order: list[int]) -> list[int]:
+    """The permutation that undoes ``order``."""
+    back = [0] * len(order)
+    for new, old in enumerate(order):
+        back[old] = new
+    return back
+
+
+def contiguous_minibatches(data: dict[str, Any], n: int) -> list[list[int]]:
+    """``n`` runs of consecutive rows (``n`` capped by the row count) of about
+    equal tokens; each cut sits, within a quarter of a run's size of its ideal
+    place, where a row shares the shortest prefix with the row before it."""
+    rows = row_tokens(data)
+    n = max(1, min(n, len(rows)))
+    lens = [len(r) for r in rows]
+    total = sum(lens)
+    starts = [0]
+    before = [0]
+    for k in lens:
+        before.append(before[-1] + k)
+    for j in range(1, n):
+        ideal = total * j / n
+        slack = total / n / 4
+        first = starts[-1] + 1
+        last = len(rows) - (n - j)
+        cands = [i for i in range(first, last + 1) if abs(before[i] - ideal) <= slack]
+        if not cands:  # no boundary near: the nearest one
+            cands = [min(range(first, last + 1), key=lambda i: abs(before[i] - ideal))]
+        best = min(
+            cands,
+            key=lambda i: (common_prefix(rows[i - 1], rows[i]), abs(before[i] - ideal)),
+        )
+        starts.append(best)
+    starts.append(len(rows))
+    return [list(range(a, b)) for a, b in zip(starts, starts[1:], strict=False)]
+
+
+def trie_tokens(rows: list[list[int]]) -> int:
+    """Tokens of the rows as one trie (each shared prefix counted once)."""
+    ordered = sorted(rows)
+    return sum(
+        len(r) - (common_prefix(ordered[i - 1], r) if i else 0)
+        for i, r in enumerate(ordered)
+    )

@@ -1,0 +1,23 @@
+"""bench/tree_bench.py at toy sizes (``--smoke``): one run puts packed, tree in the
+paper's order and tree with the section first side by side, in tokens at both
+micro-batch sizes and in one PPO update's wall time, counted by the actor."""
+
+from __future__ import annotations
+
+from bench.tree_bench import MODES, main
+
+
+def test_the_three_modes_side_by_side(tmp_path):
+    result = main(["--smoke", "--out", str(tmp_path / "tree.json")])
+    assert (tmp_path / "tree.json").is_file()
+    for table in (result["tokens"], result["wall"]):
+        sizes = sorted({r["max_tokens_per_mb"] for r in table})
+        assert (
+            len(sizes) == 2 or len(set(sizes)) == 1
+        )  # the smoke's two may round alike
+        for size in sizes:
+            rows = {r["mode"]: r for r in table if r["max_tokens_per_mb"] == size}
+            assert set(rows) == set(MODES)
+            # the section first shares the section: fewer tokens than packed
+            assert rows["tree+section_first"]["computed"] < rows["packed"]["computed"]
+    assert all(r["step_s"] > 0 and r["rows"] > 0 for r in result["wall"])

@@ -1,0 +1,119 @@
+"""Rows sharing a prefix meet in one trie: measured against AReaL's own packing.
+
+AReaL's tree packing (``_greedy_build_tries``) is first fit in batch order, and
+its PPO mini-batch split is first fit decreasing by length; the workflow emits a
+group's rows episode by episode. These tests measure what that does to a group's
+rows of one turn, and that `trie_order` / `contiguous_minibatches` keep them
+together (the failing-first case: the default order scatters them).
+"""
+
+from __future__ import annotations
+
+import torch
+from areal.api.cli_args import MicroBatchSpec
+from areal.models.tree_attn.tree import _greedy_build_tries
+from areal.utils.data import split_padded_tensor_dict_into_mb_list
+
+from bench.tree_rows import Shape, group_batch
+from memagent_workflow.trainer.shared_prefix import (
+    contiguous_minibatches,
+    inverse,
+    row_tokens,
+    take_rows,
+    trie_order,
+    trie_tokens,
+)
+
+SHAPE = Shape(group=4, turns=3, instruction=12, chunk=40, memory=10, answer=6)
+ROWS_PER_EPISODE = SHAPE.turns + 1
+
+
+def turn_of(row: int) -> int:
+    return row % ROWS_PER_EPISODE
+
+
+def packed_tokens(data: dict, order: list[int], budget: int) -> int:
+    """Tokens of the tries AReaL's first fit builds from the rows in ``order``."""
+    _, tokens = _greedy_build_tries(take_rows(data, order), budget)
+    return sum(tokens)
+
+
+def per_turn_tries(data: dict) -> tuple[int, int]:
+    """The ideal (each turn of the group one trie: its tokens) and the budget
+    that holds the largest such trie."""
+    rows = row_tokens(data)
+    turns = [trie_tokens(rows[t::ROWS_PER_EPISODE]) for t in range(ROWS_PER_EPISODE)]
+    return sum(turns), max(turns)
+
+
+def test_first_fit_in_the_workflows_order_misses_the_turns_sharing():
+    data = group_batch(SHAPE, "section_first")
+    ideal, budget = per_turn_tries(data)
+    workflow = packed_tokens(data, list(range(len(row_tokens(data)))), budget)
+    assert workflow > 1.4 * ideal, (workflow, ideal)  # measured: 696 vs 432
+
+
+def test_first_fit_in_trie_order_gets_near_each_turn_as_one_trie():
+    for order in ("section_first", "memory_first"):
+        data = group_batch(SHAPE, order)
+        ideal, budget = per_turn_tries(data)
+        ours = packed_tokens(data, trie_order(data), budget)
+        workflow = packed_tokens(data, list(range(len(row_tokens(data)))), budget)
+        # a turn's first rows may fill the previous trie's leftover room: one
+        # more copy of its prefix, no more
+        assert ours <= 1.15 * ideal, (order, ours, ideal)
+        assert ours <= workflow, (order, ours, workflow)
+
+
+def test_arealss_minibatch_split_scatters_a_turn_and_ours_does_not():
+    data = group_batch(SHAPE, "section_first")
+    theirs = split_padded_tensor_dict_into_mb_list(data, MicroBatchSpec(n_mbs=2))
+    spread, start = {}, 0
+    for mb, part in enumerate(theirs.mbs):
+        n = part["attention_mask"].shape[0]
+        for r in theirs.forward_indices[start : start + n]:
+            spread.setdefault(turn_of(r), set()).add(mb)
+        start += n
+    assert any(len(s) > 1 for s in spread.values()), spread  # measured: scattered
+
+    order = trie_order(data)
+    ours = contiguous_minibatches(take_rows(data, order), 2)
+    assert sorted(i for mb in ours for i in mb) == list(range(len(order)))
+    spread = {}
+    for mb, rows in enumerate(ours):
+        for r in rows:
+            spread.setdefault(turn_of(order[r]), set()).add(mb)
+    assert all(len(s) == 1 for s in spread.values()), spread
+
+
+def test_trie_order_is_a_permutation_that_take_rows_and_inverse_undo():
+    data = group_batch(SHAPE, "memory_first", seed=3)
+    order = trie_order(data)
+    assert sorted(order) == list(range(len(order)))
+    back = take_rows(take_rows(data, order), inverse(order))
+    for key, value in data.items():
+        assert torch.equal(back[key], value), key
+
+
+def test_trie_tokens_count_shared_prefixes_once():
+    assert trie_tokens([[1, 2, 3], [1, 2, 4], [5]]) == 5
+    assert trie_tokens([[1, 2], [1, 2]]) == 2
+
+
+def test_a_groups_shared_prompt_tokens_are_what_one_trie_saves():
+    import numpy as np
+
+    from memagent_workflow.rows import Turn, shared_prompt_tokens
+
+    def turn(prompt):
+        return Turn(
+            prompt_ids=np.asarray(prompt, dtype=np.int32),
+            output_ids=np.asarray([9], dtype=np.int32),
+            logprobs=np.zeros(1, np.float32),
+            versions=np.zeros(1, np.int32),
+            stop_reason="stop",
+            latency=0.0,
+        )
+
+    turns = [turn([1, 2, 3, 4]), turn([1, 2, 3, 5]), turn([1, 7])]
+    assert shared_prompt_tokens(turns) == (10, 3 + 1)  # [1,2,3] again, [1] again
