@@ -136,11 +136,11 @@ def step_estimate(run: Run) -> StepEstimate | None:
     seq = turn_tokens(run)
     rows = batch * config.memagent.group_size * turns
     share, share_how = actor_share(run)  # tree training: a share of the rows
-    tokens = round(step_tokens(rows, seq, rates.row_tokens.value) * share)
+    tokens = step_tokens(rows, seq, rates.row_tokens.value) * share
     gpus = max(1, run.layout.actor_gpus)
     per_gpu = tokens / gpus
     train, logp = rates.actor_train.value, rates.actor_logp.value
-    count = f"{tokens / 1e6:.1f}M" if tokens >= 1e5 else f"{tokens:,}"
+    count = f"{tokens / 1e6:.1f}M" if tokens >= 1e5 else f"{tokens:,.0f}"
     how = [f"{count} tokens on {gpus} GPU(s)"]
     if rates.row_tokens.value:
         how[0] += f" ({rates.row_tokens.value:,.1f} a row, measured)"
