@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.preflight.actor_cost import (
+    REPEAT,
     fit_fixed,
     per_token_rate,
     step_other,
@@ -26,7 +27,7 @@ from memagent_workflow.preflight.actor_cost import (
 from memagent_workflow.smoke.events import Event
 
 RATE_STEP = 2
-DOUBLED = "logprob pass x2"  # step 2's logprob pass again, on its batch twice
+DOUBLED = f"logprob pass x{REPEAT}"  # step 2's logprob pass on its batch REPEAT x
 # Step 2's phases timed apart; the rest of its wall time is its other work.
 STEP_PHASES = (
     "rollout", "ref logprob pass", "logprob pass", DOUBLED, "actor step",
