@@ -163,6 +163,8 @@ def _gib(value: int | None) -> str:
 def _num(value: float | None, unit: str) -> str:
     if value is None:
         return "not measured"
+    if value < 1:
+        return f"{value:.2f} {unit}"
     return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
 
 
@@ -172,7 +174,7 @@ RATE_UNITS = {
     "actor_train_tokens_per_s": "tokens/s per actor GPU (update)",
     "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
     "weight_update_s": "s per weight update",
-    "actor_fixed_s": "s per actor pass, fixed (logprob pass on 1x and 2x rows)",
+    "actor_fixed_s": f"s per actor pass, fixed (logprob pass on 1x and {REPEAT}x rows)",
     "actor_row_tokens": "tokens per row",
     "step_other_s": "s per step besides rollout, actor, weight update, saves",
 }
