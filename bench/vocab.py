@@ -2,10 +2,11 @@
 
 Trained with ``tokenizers`` on the synthetic corpus of :mod:`bench.corpus`
 (no hub access), saved under ``bench/.cache/`` (or ``$BENCH_CACHE_DIR``) and
-reused while its build key (vocabulary size, corpus size, version) is
-unchanged. Training is deterministic, so every machine gets the same
-vocabulary. The benchmarks' worker processes may all ask for it at once on a
-cold cache: one builds, the others wait for its build
+reused while its build key (vocabulary size, corpus size, the builder's
+source) is unchanged: a change to this module, the corpus or the template
+rebuilds, with no version to bump. Training is deterministic, so every
+machine gets the same vocabulary. The benchmarks' worker processes may all
+ask for it at once on a cold cache: one builds, the others wait for its build
 (:func:`memagent_workflow.data.build_once.build_once`).
 """
 
@@ -23,6 +24,7 @@ from transformers import PreTrainedTokenizerFast
 
 from bench.corpus import corpus_lines
 from memagent_workflow.data.build_once import build_once
+from standin.build_cache import source_digest
 from standin.tiny_model import CHAT_TEMPLATE, ENDOFTEXT, IM_END, IM_START
 from standin.tiny_model import QWEN2_SPLIT_PATTERN as SPLIT_PATTERN
 
@@ -31,7 +33,8 @@ CACHE_DIR = Path(__file__).resolve().parent / ".cache"
 CACHE_ENV = "BENCH_CACHE_DIR"
 VOCAB_SIZE = 32_000
 CORPUS_PARAGRAPHS = 30_000
-BUILD_VERSION = 1
+# The code that writes the build: its source is part of the build key.
+BUILDER_MODULES = ("bench.vocab", "bench.corpus", "standin.tiny_model")
 
 CHAT_SNIPPETS = [
     "<memory>",
@@ -50,7 +53,8 @@ CHAT_SNIPPETS = [
 def build_key(vocab_size: int, paragraphs: int) -> str:
     """Changes whenever anything that shapes the vocabulary changes."""
     sample = "\n".join(itertools.islice(corpus_lines(paragraphs), 200))
-    raw = f"{BUILD_VERSION}:{vocab_size}:{paragraphs}:{SPLIT_PATTERN}:{CHAT_TEMPLATE}"
+    builder = source_digest(BUILDER_MODULES)
+    raw = f"{builder}:{vocab_size}:{paragraphs}:{SPLIT_PATTERN}:{CHAT_TEMPLATE}"
     raw += sample
     return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
@@ -105,7 +109,7 @@ def tokenizer_dir(
     meta = {
         "vocab_size": vocab_size,
         "paragraphs": paragraphs,
-        "version": BUILD_VERSION,
+        "builder": source_digest(BUILDER_MODULES),
     }
 
     def write(tmp: Path) -> None:

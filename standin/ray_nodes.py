@@ -14,7 +14,6 @@ machine, so ``ray.init()`` in the job joins this cluster.
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import signal
 import socket
@@ -26,10 +25,10 @@ from dataclasses import dataclass
 import psutil
 from areal.utils.network import gethostip
 
+from memagent_workflow.infra.children import die_with_parent, stop_children
 from memagent_workflow.infra.node_watch import node_name
 
 START_TIMEOUT_S = 120.0
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 @dataclass(frozen=True)
@@ -179,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     procs: list[subprocess.Popen] = []
 
     def stop(*_) -> None:  # SIGTERM: `ray start --block` stops its node
-        stop_all(procs)
+        stop_children(procs)
+        sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -219,24 +219,6 @@ def main(argv: list[str] | None = None) -> int:
         if all(p.returncode is not None for p in procs):
             return 1
         time.sleep(1.0)
-
-
-def stop_all(procs: list[subprocess.Popen]) -> None:
-    """Terminate ``procs`` (last started first), kill any still up after 30 s, exit 0."""
-    for proc in reversed(procs):
-        if proc.poll() is None:
-            proc.terminate()
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    sys.exit(0)
-
-
-def die_with_parent() -> None:
-    """In a node's ``ray start``: SIGTERM it when this process dies, however."""
-    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _raylet_of(node: dict) -> int | None:

@@ -3,10 +3,13 @@ step's other work, from what the smoke measured.
 
 A small batch's pass time is mostly fixed cost (the controller's call to the
 workers, the batch sent and gathered, the optimizer step): read as a rate
-alone, it is scaled with the tokens and overstates a full step. The smoke
-times step 2's logprob pass twice, on its batch and on that batch doubled
-(`fit_fixed`): the difference is the per-token part of ``T`` tokens, the rest
-the fixed part, taken as the same for the update's call. Measured tokens per
+alone, it is scaled with the tokens and misstates a full step. The smoke
+times step 2's logprob pass on its batch and again on that batch ``k`` times
+over (`fit_fixed`, ``k`` = `REPEAT`): the difference is the per-token part of
+``(k - 1) T`` tokens, the rest the fixed part, taken as the same for the
+update's call. A small ``k`` (2) leaves both sizes within the timer's noise
+on CPU, where a pass on a smoke's batch takes some 50 ms: the fit swung from
+no fixed part to nearly all of it between two runs. Measured tokens per
 row (``row_tokens``) count a step's tokens in place of the fullest turn's
 bound. ``step_other_s`` is the rest of a measured step (advantages, the
 controller's bookkeeping): its wall time less the rollout's wait, the actor's
@@ -16,14 +19,19 @@ passes, the weight update and the checkpoints (`step_other`).
 from __future__ import annotations
 
 MAX_FIXED_SHARE = 0.9  # of the measured pass: some of it is always per token
+REPEAT = 16  # the repeated logprob pass's batch, in step 2's batches
 
 
-def fit_fixed(single_s: float | None, double_s: float | None) -> float | None:
-    """Fixed seconds of one pass from its time on ``T`` and on ``2T`` tokens
-    (``2 x single - double``), within [0, 0.9 x single]; None unmeasured."""
-    if single_s is None or double_s is None:
+def fit_fixed(
+    single_s: float | None, repeated_s: float | None, times: int = REPEAT
+) -> float | None:
+    """Fixed seconds of one pass from its time on ``T`` and on ``times x T``
+    tokens (``(times x single - repeated) / (times - 1)``), within
+    [0, 0.9 x single]; None unmeasured."""
+    if single_s is None or repeated_s is None or times < 2:
         return None
-    return min(max(0.0, 2 * single_s - double_s), MAX_FIXED_SHARE * single_s)
+    fixed = (times * single_s - repeated_s) / (times - 1)
+    return min(max(0.0, fixed), MAX_FIXED_SHARE * single_s)
 
 
 def per_token_rate(

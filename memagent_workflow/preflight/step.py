@@ -87,16 +87,22 @@ class StepEstimate:
 
     def describe(self) -> str:
         joined = "the longer, overlapped" if self.overlapped else "the sum, in turn"
-        sync = f"; weight sync ~{self.sync_s:,.0f} s" if self.sync_s else ""
+        sync = f"; weight sync ~{secs(self.sync_s)} s" if self.sync_s else ""
         sync += f" ({self.sync_how})" if self.sync_how else ""
         other = (
             f"; other work ~{self.other_s:,.1f} s (measured)" if self.other_s else ""
         )
         return (
-            f"step estimate: ~{self.seconds:,.0f} s ({joined}{' + sync' * bool(sync)}"
-            f"): rollout ~{self.rollout_s:,.0f} s ({self.rollout_how}); actor "
-            f"~{self.actor_s:,.0f} s ({self.actor_how}){sync}{other}"
+            f"step estimate: ~{secs(self.seconds)} s ({joined}{' + sync' * bool(sync)}"
+            f"): rollout ~{secs(self.rollout_s)} s ({self.rollout_how}); actor "
+            f"~{secs(self.actor_s)} s ({self.actor_how}){sync}{other}"
         )
+
+
+def secs(value: float) -> str:
+    """Seconds as the estimate shows them: whole above 10, else to a tenth
+    (a CPU step's parts would all read 0 or 1)."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.1f}"
 
 
 def update_passes(config) -> int:
@@ -131,7 +137,7 @@ def step_estimate(run: Run) -> StepEstimate | None:
     in_flight = config.rollout.max_concurrent_rollouts or batch
     rollout_s = batch / in_flight * turns * per_turn
     rollout_how = (
-        f"{batch} groups, {in_flight} in flight, {turns} turns x {per_turn:.0f} s"
+        f"{batch} groups, {in_flight} in flight, {turns} turns x {secs(per_turn)} s"
     )
     seq = turn_tokens(run)
     rows = batch * config.memagent.group_size * turns

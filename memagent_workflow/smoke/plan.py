@@ -24,6 +24,9 @@ from areal.utils import name_resolve, names
 from areal.utils.saver import Saver
 from areal.utils.stats_logger import StatsLogger
 
+from memagent_workflow.preflight.actor_cost import REPEAT
+from memagent_workflow.smoke.report import DOUBLED
+
 SUFFIX = "-smoke"
 STEPS = 2  # then one more, resumed
 MAX_CHUNKS = 2
@@ -35,7 +38,7 @@ TRIAL_SECTIONS = (
 )  # fmt: skip
 PHASES = (
     "model", "preflight", "launch", "model load", "engine start", "server bench",
-    "rollout", "ref logprob pass", "logprob pass", "logprob pass x2", "actor step",
+    "rollout", "ref logprob pass", "logprob pass", DOUBLED, "actor step",
     "weight update",
     "save", "recover checkpoint", "resume", "resumed step", "eval",
 )  # fmt: skip
@@ -129,7 +132,7 @@ def deadlines(config: Any, given: dict[str, float]) -> dict[str, float]:
         "rollout": request,
         "ref logprob pass": request,
         "logprob pass": request,
-        "logprob pass x2": 2 * request,
+        DOUBLED: REPEAT * request,
         "actor step": request,
         "weight update": 900.0,
         "save": 1800.0,

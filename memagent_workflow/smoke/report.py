@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memagent_workflow.preflight.actor_cost import (
+    REPEAT,
     fit_fixed,
     per_token_rate,
     step_other,
@@ -26,7 +27,7 @@ from memagent_workflow.preflight.actor_cost import (
 from memagent_workflow.smoke.events import Event
 
 RATE_STEP = 2
-DOUBLED = "logprob pass x2"  # step 2's logprob pass again, on its batch twice
+DOUBLED = f"logprob pass x{REPEAT}"  # step 2's logprob pass on its batch REPEAT x
 # Step 2's phases timed apart; the rest of its wall time is its other work.
 STEP_PHASES = (
     "rollout", "ref logprob pass", "logprob pass", DOUBLED, "actor step",
@@ -162,6 +163,8 @@ def _gib(value: int | None) -> str:
 def _num(value: float | None, unit: str) -> str:
     if value is None:
         return "not measured"
+    if value < 1:
+        return f"{value:.2f} {unit}"
     return f"{value:,.1f} {unit}" if value < 100 else f"{value:,.0f} {unit}"
 
 
@@ -171,7 +174,7 @@ RATE_UNITS = {
     "actor_train_tokens_per_s": "tokens/s per actor GPU (update)",
     "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
     "weight_update_s": "s per weight update",
-    "actor_fixed_s": "s per actor pass, fixed (logprob pass on 1x and 2x rows)",
+    "actor_fixed_s": f"s per actor pass, fixed (logprob pass on 1x and {REPEAT}x rows)",
     "actor_row_tokens": "tokens per row",
     "step_other_s": "s per step besides rollout, actor, weight update, saves",
 }

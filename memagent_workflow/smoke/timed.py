@@ -7,7 +7,7 @@ until the actor is created), ``model load`` (the actor's workers start and load
 the model; a reference model too), ``engine start`` (the rollout workers launch
 the inference servers; AReaL connects the actor to them), ``server bench``
 (`bench`: prefill and decode at the config's turn sizes), then per step
-``rollout``, ``ref logprob pass``, ``logprob pass`` (step 2: ``logprob pass x2``
+``rollout``, ``ref logprob pass``, ``logprob pass`` (step 2: ``logprob pass x16``
 too, `with_doubled`), ``actor step``, ``weight
 update``, ``save`` (the HF checkpoint) and ``recover checkpoint``. Resume run
 (``resume``): ``resume`` is the whole start-up, the recover checkpoint loaded
@@ -23,6 +23,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
+from memagent_workflow.preflight.actor_cost import REPEAT
 from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.smoke.events import EventLog
 from memagent_workflow.smoke.report import DOUBLED, RATE_STEP
@@ -52,8 +53,8 @@ def marked(log: EventLog, phase: str, method: Callable) -> Callable:
 
 def with_doubled(log: EventLog, method: Callable, raw: Callable) -> Callable:
     """``method`` (the actor's marked ``compute_logp``); at step 2's call, the
-    batch again twice over through ``raw``, timed as ``logprob pass x2`` and its
-    result dropped: two sizes fit the pass's fixed cost (report.rates_of)."""
+    batch again ``REPEAT`` times over through ``raw``, timed as ``DOUBLED`` and
+    its result dropped: two sizes fit the pass's fixed cost (report.rates_of)."""
     calls = 0
 
     @functools.wraps(method)
@@ -63,7 +64,7 @@ def with_doubled(log: EventLog, method: Callable, raw: Callable) -> Callable:
         calls += 1
         if calls == RATE_STEP and isinstance(batch, list):
             log.start(DOUBLED)
-            raw(batch + batch, *args, **kwargs)
+            raw(batch * REPEAT, *args, **kwargs)
             log.end(DOUBLED)
         return result
 

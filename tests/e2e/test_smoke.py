@@ -165,8 +165,8 @@ def test_every_rate_is_what_its_phases_measured(smoke, report):
     tokens = step2["tokens"] - step2["tokens_skipped"]
     rates = report["rates"]
     # each actor pass: a fixed part (fitted from step 2's logprob pass on its
-    # rows once and twice over) and the per-token part the rates are
-    fixed = fit_fixed(seconds("logprob pass"), seconds("logprob pass x2", 1))
+    # rows once and 16 times over) and the per-token part the rates are
+    fixed = fit_fixed(seconds("logprob pass"), seconds("logprob pass x16", 1), 16)
     assert rates["actor_fixed_s"] == pytest.approx(fixed)
     assert rates["actor_train_tokens_per_s"] == pytest.approx(
         tokens / (seconds("actor step") - fixed)

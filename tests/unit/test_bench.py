@@ -93,3 +93,32 @@ def test_reproducibility_compares_like_with_like():
     cmp = repro(result(1.05), result(1.0))
     assert cmp["max"] == pytest.approx(0.05) and cmp["n"] == 2
     assert repro(result(1.0), result(1.0, cfg=2)) is None
+
+
+def test_a_change_to_the_tokenizers_builder_changes_its_key(tmp_path, monkeypatch):
+    """The benchmark tokenizer's key holds its builders' source (no version to
+    bump): an edit to the corpus's module makes a new key, so a new build."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    import bench.corpus
+    from bench.vocab import build_key
+
+    before = build_key(400, 300)
+    source = tmp_path / "corpus.py"
+    source.write_text(Path(bench.corpus.__file__).read_text() + "\n# edited\n")
+    real = importlib.util.find_spec
+
+    def edited(name, *args):
+        found = real(name, *args)
+        if name == "bench.corpus":
+            return importlib.machinery.ModuleSpec(
+                name, found.loader, origin=str(source)
+            )
+        return found
+
+    monkeypatch.setattr("standin.build_cache.importlib.util.find_spec", edited)
+    assert build_key(400, 300) != before
+    monkeypatch.undo()
+    assert build_key(400, 300) == before

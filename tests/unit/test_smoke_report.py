@@ -79,19 +79,21 @@ def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
     assert rates["actor_fixed_s"] is None  # no doubled logprob pass: nothing fitted
 
 
-def test_the_doubled_logprob_pass_fits_each_passs_fixed_cost(tmp_path, steps):
-    """4 s on the batch, 6 s on it twice over: 2 s of each pass is fixed, and the
-    rates are the per-token parts' (train 10 - 2, logp 4 - 2 seconds)."""
-    doubled = ("train", report.DOUBLED, 6.0, {})
-    events = write_events(tmp_path / "e.jsonl", [*STEP, *STEP, doubled])
+def test_the_repeated_logprob_pass_fits_each_passs_fixed_cost(tmp_path, steps):
+    """4 s on the batch, 19 s on it 16 times over: 15 batches' worth of tokens
+    took 15 s, so 1 s of each is per token and 3 s fixed, and the rates are
+    the per-token parts' (train 10 - 3, logp 4 - 3 seconds)."""
+    assert report.DOUBLED == "logprob pass x16"
+    repeated = ("train", report.DOUBLED, 19.0, {})
+    events = write_events(tmp_path / "e.jsonl", [*STEP, *STEP, repeated])
     rates = report.rates_of(events, steps, actor_gpus=4, context={})
-    assert rates["actor_fixed_s"] == pytest.approx(2.0)
-    assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (8.0 * 4))
-    assert rates["actor_logp_tokens_per_s"] == pytest.approx(80000 / (2.0 * 4))
+    assert rates["actor_fixed_s"] == pytest.approx(3.0)
+    assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (7.0 * 4))
+    assert rates["actor_logp_tokens_per_s"] == pytest.approx(80000 / (1.0 * 4))
     assert rates["actor_row_tokens"] == 8000
-    # step 2: 100 s of wall time, 76 of them its phases and the doubled pass
-    timed = sum(s for _, _, s, _ in STEP) + 6.0
-    assert rates["step_other_s"] == pytest.approx(100.0 - timed) == 24.0
+    # step 2: 100 s of wall time, 89 of them its phases and the repeated pass
+    timed = sum(s for _, _, s, _ in STEP) + 19.0
+    assert rates["step_other_s"] == pytest.approx(100.0 - timed) == 11.0
 
 
 def test_fewer_rows_than_actor_ranks_are_warned(steps):
@@ -237,3 +239,17 @@ def test_a_new_smoke_removes_only_the_previous_smokes_files(tmp_path, monkeypatc
     )
     with pytest.raises(name_resolve.NameEntryNotFoundError):
         name_resolve.get(f"{names.trial_root('memagent-cpu', 'trial0-smoke')}/server")
+
+
+def test_the_fit_reads_two_sizes_far_apart():
+    """50 ms on the batch, 350 ms on it 16 times over: 20 ms per batch's tokens,
+    30 ms fixed. Two passes, as the fit of k = 2 had, give the same fit; no
+    repeat, no fit; a repeat faster than its share clips to no fixed part, and
+    one slower than every pass's own at most 90% of the single pass."""
+    from memagent_workflow.preflight.actor_cost import fit_fixed
+
+    assert fit_fixed(0.05, 0.35) == pytest.approx(0.03)
+    assert fit_fixed(4.0, 6.0, times=2) == pytest.approx(2.0)
+    assert fit_fixed(0.05, None) is None and fit_fixed(0.05, 0.05, times=1) is None
+    assert fit_fixed(0.05, 2.0) == 0.0
+    assert fit_fixed(0.05, 0.05) == pytest.approx(0.9 * 0.05)
