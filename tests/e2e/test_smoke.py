@@ -10,10 +10,9 @@ rates are the ones its phases measured (and which the preflight reads to the
 same projection), resumed through the recover checkpoint, evaluated the saved
 checkpoint, left the real trial untouched and none of its processes running.
 This run covers the single-controller launch of tests/e2e/test_train_launch.py
-once more, at 2 + 1 steps: the price of checking the smoke's own path. The main
-job then runs a few steps in the same clone (its own trial), so that the twin's
-projection is compared with the step it projects, measured in the same run of
-the tier. A last twin is sent SIGTERM during its model load and must stop as on
+once more, at 2 + 1 steps: the price of checking the smoke's own path. How close
+its projection comes to the main job's step is a timing, measured by
+bench/smoke_projection.py, not asserted here. A last twin is sent SIGTERM during its model load and must stop as on
 Ctrl-C: its report written, nothing of it left.
 """
 
@@ -24,7 +23,6 @@ import json
 import re
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import time
@@ -35,7 +33,6 @@ from pathlib import Path
 import psutil
 import pytest
 
-from bench.learning import NO_LENGTH_EVAL
 from memagent_workflow.preflight.actor_cost import fit_fixed
 from memagent_workflow.smoke.events import read_events
 from tests.e2e.launch_runs import ROOT, fresh_clone, worker_env
@@ -45,8 +42,6 @@ CPU = "uv run python -m standin.smoke --config config_cpu.yaml$"
 MISSING = "uv run python examples/smoke.py "
 NO_ENGINE = "uv run python -m standin.smoke --config config_cpu.yaml sglang.model_path="
 MARK_ENV = "MEMAGENT_TEST_MARK"  # every process the command starts inherits it
-MAIN_STEPS = 7  # the main job's: step 1 warms up, 5 validates, 7 saves
-WITHIN = 0.25  # the projection's error on the main job's step
 PHASES = {
     "model", "preflight", "launch", "model load", "engine start", "server bench",
     "first rollout", "logprob pass (step 2)", "actor step (step 2)",
@@ -247,40 +242,6 @@ def test_an_engine_that_cannot_start_stops_the_smoke_at_engine_start(
     train_log = (logs(done) / "smoke" / "train.log").read_text()
     assert f"--model-path {empty}: no config.json there" in train_log
     assert left_running(done.mark) == []
-
-
-@pytest.fixture(scope="module")
-def main_job_step(smoke) -> float:
-    """The main job's step (the median wall time of its steps that neither warm
-    up, validate nor save), run after the twin in the same clone."""
-    cmd = [
-        sys.executable, "-m", "standin.train", "--config", "config_cpu.yaml",
-        f"total_train_steps={MAIN_STEPS}", "trial_name=main-job", NO_LENGTH_EVAL,
-    ]  # fmt: skip
-    proc = subprocess.run(
-        cmd, cwd=smoke.cwd, env=worker_env(smoke.cwd), capture_output=True,
-        text=True, timeout=1200,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    lines = (logs(smoke, "main-job") / "steps.jsonl").read_text().splitlines()
-    steps = [json.loads(line) for line in lines]
-    walls = [
-        now["elapsed_s"] - before["elapsed_s"]
-        for before, now in zip(steps, steps[1:], strict=False)
-        if not (now["timing_s"].get("eval") or now["timing_s"].get("save"))
-    ]
-    assert len(walls) >= 3, steps
-    return statistics.median(walls)
-
-
-def test_the_projection_is_within_25_percent_of_the_main_jobs_step(
-    report, main_job_step
-):
-    projected = report["projection"]["step_s"]
-    assert abs(projected - main_job_step) <= WITHIN * main_job_step, (
-        f"projected {projected:.2f} s, measured {main_job_step:.2f} s: "
-        + report["projection"]["text"]
-    )
 
 
 def test_sigterm_stops_the_smoke_as_ctrl_c_does_and_leaves_nothing(

@@ -1,0 +1,80 @@
+"""The smoke's CPU twin against the step it projects (issue 53, point 4).
+
+Runs docs/smoke.md's CPU twin in this checkout, then the CPU main job for a few
+steps (its own trial), and compares the twin's projected step with the main
+job's measured one: the median wall time of its steps that neither warm up,
+validate nor save. A timing, so a benchmark and not a test: on a shared machine
+the two agree only when both meet the same load (docs/smoke.md, "How close").
+
+    uv run python bench/smoke_projection.py            # writes bench/results/smoke_projection.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.learning import NO_LENGTH_EVAL
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGS = ROOT / "outputs/cpu/areal/logs" / getpass.getuser() / "memagent-cpu"
+MAIN_STEPS = 7  # the main job's: step 1 warms up, 5 validates, 7 saves
+TARGET = 0.25  # the issue's bound on the projection's error
+
+
+def run(cmd: list[str]) -> None:
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(
+        cmd, cwd=ROOT, check=True, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
+
+
+def main_job_step(trial: str) -> tuple[float, list[float]]:
+    lines = (LOGS / trial / "steps.jsonl").read_text().splitlines()
+    steps = [json.loads(line) for line in lines]
+    walls = [
+        now["elapsed_s"] - before["elapsed_s"]
+        for before, now in zip(steps, steps[1:], strict=False)
+        if not (now["timing_s"].get("eval") or now["timing_s"].get("save"))
+    ]
+    return statistics.median(walls), walls
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--out", default=str(ROOT / "bench/results/smoke_projection.json")
+    )
+    args = parser.parse_args()
+    py = sys.executable
+    run([py, "-m", "standin.smoke", "--config", "config_cpu.yaml"])
+    smoke = json.loads((LOGS / "trial0-smoke" / "smoke" / "smoke.json").read_text())
+    projected = smoke["projection"]["step_s"]
+    trial = "main-job-projection"
+    run([py, "-m", "standin.train", "--config", "config_cpu.yaml",
+         f"total_train_steps={MAIN_STEPS}", f"trial_name={trial}", NO_LENGTH_EVAL])  # fmt: skip
+    measured, walls = main_job_step(trial)
+    error = projected / measured - 1
+    result = {
+        "projected_step_s": projected,
+        "measured_step_s": measured,
+        "measured_walls_s": walls,
+        "error": error,
+        "target": TARGET,
+        "within": abs(error) <= TARGET,
+        "load_average": os.getloadavg(),
+    }
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"projected {projected:.2f} s a step, measured {measured:.2f} s: "
+          f"{error:+.0%} (target within {TARGET:.0%})")  # fmt: skip
+    return 0 if result["within"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
