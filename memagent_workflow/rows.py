@@ -59,8 +59,6 @@ class Turn:
 def shared_prompt_tokens(turns: list[Turn]) -> tuple[int, int]:
     """A group's prompt tokens, and how many of them repeat a prefix of another
     of its prompts (what one server's prefix cache, or one trie, computes once)."""
-    from memagent_workflow.trainer.shared_prefix import trie_tokens
-
     prompts = [t.prompt_ids.tolist() for t in turns]
     total = sum(len(p) for p in prompts)
     return total, total - trie_tokens(prompts)
@@ -104,3 +102,21 @@ def tied_flags(n_rows: int, advantages: list[float]) -> torch.Tensor:
     advantage is exactly 0, else all 0."""
     tied = all(a == 0.0 for a in advantages)
     return torch.full((n_rows,), int(tied), dtype=torch.int64)
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Length of the longest common prefix of two token lists."""
+    n = min(len(a), len(b))
+    for i in range(n):
+        if a[i] != b[i]:
+            return i
+    return n
+
+
+def trie_tokens(rows: list[list[int]]) -> int:
+    """Tokens of the rows as one trie (each shared prefix counted once)."""
+    ordered = sorted(rows)
+    return sum(
+        len(r) - (common_prefix(ordered[i - 1], r) if i else 0)
+        for i, r in enumerate(ordered)
+    )

@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 
 from memagent_workflow.preflight.rates import sources
 from memagent_workflow.preflight.step import StepEstimate, step_estimate
-from memagent_workflow.preflight.tree_ratio import tree_alternatives
+from memagent_workflow.preflight.tree_ratio import (
+    SECTION_FIRST,
+    actor_share,
+    run_order,
+    token_share,
+)
 
 if TYPE_CHECKING:
     from memagent_workflow.preflight.run import Run
@@ -140,3 +145,23 @@ def projection(run: Run) -> Projection | None:
         step, steps, how, max(1, run.layout.gpus), unit, savings(run, step),
         sources(run.rates), tree_alternatives(run, step),
     )  # fmt: skip
+
+
+def tree_alternatives(run: Run, step: StepEstimate) -> tuple[tuple[str, float], ...]:
+    """The step the other way: packed where the run trains on tries, with tree
+    training (the section first, and the run's order) where it does not."""
+    share = actor_share(run)[0]
+    if getattr(run.config.actor, "enable_tree_training", False):
+        return (("without tree training (packed)", step.with_actor(1 / share).seconds),)
+    found = []
+    orders = ["section_first"] + ["memory_first"] * (run_order(run) == "memory_first")
+    for order in orders:
+        tree = token_share(run, order)
+        if tree is not None:
+            what = (
+                SECTION_FIRST
+                if order == "section_first"
+                else ("actor.enable_tree_training=true actor.pad_to_maximum=true")
+            )
+            found.append((f"with {what}", step.with_actor(tree).seconds))
+    return tuple(found)

@@ -27,7 +27,6 @@ from memagent_workflow.prompts.order import prompt_order
 
 if TYPE_CHECKING:
     from memagent_workflow.preflight.run import Run
-    from memagent_workflow.preflight.step import StepEstimate
 
 SECTION_FIRST = (
     "actor.enable_tree_training=true actor.pad_to_maximum=true "
@@ -82,23 +81,3 @@ def actor_share(run: Run) -> tuple[float, str]:
     if share is None:
         return 1.0, "tree training: share unknown (no turns), counted as packed"
     return share, f"tree training, {order}: ~{share:.0%} of the row tokens"
-
-
-def tree_alternatives(run: Run, step: StepEstimate) -> tuple[tuple[str, float], ...]:
-    """The step the other way: packed where the run trains on tries, with tree
-    training (the section first, and the run's order) where it does not."""
-    share = actor_share(run)[0]
-    if getattr(run.config.actor, "enable_tree_training", False):
-        return (("without tree training (packed)", step.with_actor(1 / share).seconds),)
-    found = []
-    orders = ["section_first"] + ["memory_first"] * (run_order(run) == "memory_first")
-    for order in orders:
-        tree = token_share(run, order)
-        if tree is not None:
-            what = (
-                SECTION_FIRST
-                if order == "section_first"
-                else ("actor.enable_tree_training=true actor.pad_to_maximum=true")
-            )
-            found.append((f"with {what}", step.with_actor(tree).seconds))
-    return tuple(found)

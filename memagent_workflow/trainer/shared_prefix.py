@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from memagent_workflow.rows import common_prefix
+
 
 def row_tokens(data: dict[str, Any]) -> list[list[int]]:
     """Each row's tokens (its attention mask's span)."""
@@ -38,15 +40,6 @@ def trie_order(data: dict[str, Any]) -> list[int]:
     """Row indices in lexicographic token order (stable): shared prefixes adjacent."""
     rows = row_tokens(data)
     return sorted(range(len(rows)), key=rows.__getitem__)
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    """Length of the longest common prefix of two token lists."""
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n
 
 
 def take_rows(data: dict[str, Any], order: list[int]) -> dict[str, Any]:
@@ -94,12 +87,3 @@ def contiguous_minibatches(data: dict[str, Any], n: int) -> list[list[int]]:
         starts.append(best)
     starts.append(len(rows))
     return [list(range(a, b)) for a, b in zip(starts, starts[1:], strict=False)]
-
-
-def trie_tokens(rows: list[list[int]]) -> int:
-    """Tokens of the rows as one trie (each shared prefix counted once)."""
-    ordered = sorted(rows)
-    return sum(
-        len(r) - (common_prefix(ordered[i - 1], r) if i else 0)
-        for i, r in enumerate(ordered)
-    )

@@ -15,13 +15,13 @@ from areal.models.tree_attn.tree import _greedy_build_tries
 from areal.utils.data import split_padded_tensor_dict_into_mb_list
 
 from bench.tree_rows import Shape, group_batch
+from memagent_workflow.rows import trie_tokens
 from memagent_workflow.trainer.shared_prefix import (
     contiguous_minibatches,
     inverse,
     row_tokens,
     take_rows,
     trie_order,
-    trie_tokens,
 )
 
 SHAPE = Shape(group=4, turns=3, instruction=12, chunk=40, memory=10, answer=6)
