@@ -74,9 +74,9 @@ def token_table(shape: Shape, sizes: list[int]) -> list[dict]:
 
 def wall_table(shape: Shape, sizes: list[int], model: Path) -> list[dict]:
     """One PPO update per mode and size on the tiny model: seconds, tokens."""
+    from bench.tree_actor_setup import actor_config, batch_of
     from standin.actor import StandinPPOActor
     from standin.launch import find_free_port
-    from tests.integration.test_tree_training import actor_config, batch_of
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(find_free_port()),
                       RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")  # fmt: skip

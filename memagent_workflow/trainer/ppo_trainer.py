@@ -13,7 +13,8 @@ recovery:
   ``prepare_batch`` tells the ledger which questions each step trains);
 * recover checkpoints are replaced only once complete (`AtomicRecoverHandler`);
 * servers left paused by a trainer that died in a weight update are resumed;
-* a start-up that fails after the scheduler started workers stops them;
+* a start-up that fails after the scheduler started workers stops them, and a
+  stopped run says what a rerun resumes from (`trainer/stop_messages.py`);
 * when training ends or stops, ``latest`` names the newest HF checkpoint
   (`memagent_workflow.trainer.latest`);
 * each HF checkpoint records its prompt order (``trainer/prompt_order_record.py``).
@@ -47,7 +48,6 @@ from areal.utils.stats_logger import StatsLogger
 from memagent_workflow.infra.ray_scheduler import MemAgentRayScheduler
 from memagent_workflow.infra.scheduler import private_random
 from memagent_workflow.infra.scheduler_kinds import make_scheduler
-from memagent_workflow.recovery.batches import server_addresses
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
@@ -55,14 +55,13 @@ from memagent_workflow.recovery.checkpoint import (
 from memagent_workflow.recovery.ledger import (
     IndexedRows,
     QuestionLedger,
-    RolloutStalled,
 )
-from memagent_workflow.recovery.servers import servers_down_message
 from memagent_workflow.trainer.actor import MemAgentPPOActor
 from memagent_workflow.trainer.kl_loss import kl_loss_coef
 from memagent_workflow.trainer.latest import point_latest
 from memagent_workflow.trainer.prompt_order_record import RecordsPromptOrder
 from memagent_workflow.trainer.step_report import StepReport
+from memagent_workflow.trainer.stop_messages import SaysWhyItStopped
 from memagent_workflow.trainer.tree_actor import check_tree_config
 
 logger = logging.getLogger("MemAgentTrainer")
@@ -70,7 +69,7 @@ logger = logging.getLogger("MemAgentTrainer")
 QUESTIONS_LOG = "questions.jsonl"
 
 
-class MemAgentPPOTrainer(RecordsPromptOrder, PPOTrainer):
+class MemAgentPPOTrainer(SaysWhyItStopped, RecordsPromptOrder, PPOTrainer):
     """`PPOTrainer` with a step report, resumable data, complete checkpoints and
     bounded waits."""
 
@@ -255,49 +254,6 @@ class MemAgentPPOTrainer(RecordsPromptOrder, PPOTrainer):
         # Ports unique per run and a bounded worker start (two runs side by side).
         # Under Ray: each worker's node in the logs, and a lost node stops the run.
         return make_scheduler(self.config)
-
-    def _stop_workers_of_failed_start(self, exc: BaseException) -> None:
-        """A start-up that fails after the scheduler started workers (e.g. the
-        restored weights cannot reach a server) would leave them running: no
-        ``with`` block has been entered to close the trainer."""
-        logger.error(
-            f"Training could not start ({type(exc).__name__}); once the cause "
-            "is fixed, rerun the same command (it resumes from the last recover "
-            "checkpoint, if any)."
-        )
-        scheduler = getattr(self, "scheduler", None)
-        if scheduler is not None:
-            try:
-                scheduler.delete_workers()
-            except Exception as cleanup:  # the original error matters more
-                logger.warning(f"could not stop the workers: {cleanup!r}")
-
-    def _nodes_lost(self) -> str:
-        scheduler = getattr(self, "scheduler", None)
-        if not isinstance(scheduler, MemAgentRayScheduler):
-            return ""
-        lost = scheduler.lost()
-        return f"{lost}. " if lost else ""
-
-    def _servers_down(self, exc: BaseException) -> str:
-        # A RolloutStalled already names the servers.
-        if isinstance(exc, (RolloutStalled, KeyboardInterrupt)):
-            return ""
-        return servers_down_message(server_addresses(getattr(self, "rollout", None)))
-
-    def _resume_advice(self) -> str:
-        if self.config.recover.mode in ("disabled", "off"):
-            return "recover.mode is off: a rerun starts over."
-        step = self.recover_handler.last_step_info.global_step
-        if step < 0 and self.recover_info is not None:
-            step = self.recover_info.last_step_info.global_step
-        if step < 0:
-            return "No recover checkpoint yet: a rerun starts over."
-        return (
-            f"Last recover checkpoint: global step {step}. Once the cause is fixed "
-            "(e.g. the inference servers answer again), rerun the same command to "
-            "resume from it; steps after it are redone."
-        )
 
 
 def check_kl_loss_config(config: PPOConfig) -> None:

@@ -23,8 +23,8 @@ def lora_actors(tiny_model_dir):
     import torch
     from areal.api.io_struct import FinetuneSpec
 
+    from bench.tree_actor_setup import actor_config
     from standin.actor import StandinPPOActor
-    from tests.integration.test_tree_training import actor_config
 
     built = []
     for tree in (False, True):

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from areal.api.cli_args import MicroBatchSpec, OptimizerConfig
 from areal.api.io_struct import FinetuneSpec
 from areal.utils import stats_tracker
 
-from bench.tree_rows import Shape, group_batch
-from memagent_workflow.actor_config import MemAgentActorConfig
+from bench.tree_actor_setup import actor_config, batch_of
+from bench.tree_rows import Shape
 from memagent_workflow.trainer.tree_actor import STAT_COMPUTED, STAT_ROWS
 from standin.launch import find_free_port
 
@@ -31,33 +30,6 @@ NEEDLE = Shape(group=4, turns=2, instruction=6, chunk=8, memory=3, answer=2)
 PAPER = Shape(group=8, turns=3, instruction=18, chunk=60, memory=12, answer=12)
 # The paper-shaped rows run in the full tier (tests/e2e/test_tree_training_paper.py).
 CASES = [(NEEDLE, order) for order in ("memory_first", "section_first")]
-
-
-def actor_config(path: str, tree: bool) -> MemAgentActorConfig:
-    return MemAgentActorConfig(
-        experiment_name="memagent-test",
-        trial_name="tree" if tree else "packed",
-        path=path,
-        backend="fsdp:d1",
-        attn_impl="sdpa",
-        dtype="float32",
-        gradient_checkpointing=False,
-        mb_spec=MicroBatchSpec(max_tokens_per_mb=1024),
-        pad_to_maximum=tree,  # AReaL's tree packing requires it
-        enable_tree_training=tree,
-        # lr 0: the update computes its gradients and leaves the weights as
-        # they were, so every case starts from the same model
-        optimizer=OptimizerConfig(
-            lr=0.0, weight_decay=0.0, warmup_steps_proportion=0.0, gradient_clipping=1e9
-        ),
-        kl_ctl=0.0,
-        kl_loss_coef=0.1,
-        reward_norm=None,
-        adv_norm=None,
-        ppo_n_minibatches=1,
-        recompute_logprob=True,
-        use_decoupled_loss=True,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -85,20 +57,6 @@ def actors(tiny_model_dir):
     for actor in built:
         actor.destroy()
     env.undo()
-
-
-def batch_of(shape: Shape, order: str) -> dict[str, torch.Tensor]:
-    """A group's rows with what a PPO update reads (logprobs, rewards, ...)."""
-    data = group_batch(shape, order, seed=7)
-    g = torch.Generator().manual_seed(11)
-    rows, width = data["input_ids"].shape
-    gen = data["loss_mask"].bool()
-    data["logprobs"] = torch.where(gen, -torch.rand(rows, width, generator=g), 0.0)
-    data["versions"] = torch.where(gen, 0, -1).to(torch.int32)
-    per_episode = shape.turns + 1
-    reward = torch.randn(shape.group, generator=g)
-    data["rewards"] = reward.repeat_interleave(per_episode)
-    return data
 
 
 def valid(data: dict[str, torch.Tensor]) -> torch.Tensor:

@@ -106,3 +106,36 @@ def test_the_figures_are_the_preflights_own_output(figures, capsys, tmp_path):
 def test_each_page_quotes_the_preflights_figures(figures, page, sentence):
     want = sentence.format(**figures)
     assert want in folded(ROOT / page), f"{page} should say: {want}"
+
+
+def tree_section() -> str:
+    text = (ROOT / "docs/gpu.md").read_text(encoding="utf-8")
+    return text[text.index("## Tree training (opt-in)") :].split("\n## ", 1)[0]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a visible GPU sets the size")
+def test_the_tree_override_halves_config_yamls_run_estimate(capsys, tmp_path):
+    """docs/gpu.md's preflight line with the tree overrides, run as written (the
+    model's config.json written in place of the cache), prints a run estimate at
+    most half the packed one it prints beside it, and the page quotes both lines."""
+    section = tree_section()
+    prefix = "uv run python examples/preflight.py "
+    (line,) = [ln for ln in section.splitlines() if ln.startswith(prefix)]
+    argv = line[len(prefix) :].split()
+    assert "actor.enable_tree_training=true" in argv, line
+    model = write_model(tmp_path / "Qwen2.5-7B-Instruct", QWEN25_7B)
+    code = preflight.main([*argv, f"actor.path={model}"])
+    out = capsys.readouterr().out
+    assert code in (0, 1)
+    tree = re.search(r"^run estimate: .* = ([\d,]+) GPU-hours$", out, re.M)
+    packed = re.search(
+        r"^  without tree training \(packed\): .* = ([\d,]+) GPU-hours$", out, re.M
+    )
+    assert tree and packed, out
+    for printed in (tree.group(0), packed.group(0)):
+        assert printed in section, f"docs/gpu.md should quote: {printed}"
+
+    def hours(m: re.Match) -> int:
+        return int(m.group(1).replace(",", ""))
+
+    assert hours(tree) <= hours(packed) / 2, (tree.group(0), packed.group(0))

@@ -53,7 +53,7 @@ def by_form() -> dict[str, list[str]]:
         "install": [], "flash": [], "model": [], "data": [], "eval source": [],
         "eval data": [], "released eval": [], "released serve": [], "preflight": [],
         "measured": [], "smoke": [], "train": [], "steps": [], "tensorboard": [],
-        "checkpoint": [], "eval": [], "serve": [], "cpu smoke": [],
+        "checkpoint": [], "eval": [], "serve": [], "cpu smoke": [], "tree preflight": [],
     }  # fmt: skip
     for c in commands():
         if c in ("uv sync --extra gpu", "source .venv/bin/activate"):
@@ -88,6 +88,10 @@ def by_form() -> dict[str, list[str]]:
             forms["tensorboard"].append(c)
         elif c.startswith("uv run python -m standin.smoke "):
             forms["cpu smoke"].append(c)
+        elif c.startswith("uv run python examples/preflight.py ") and (
+            "actor.enable_tree_training=true" in c
+        ):  # run as written by test_docs_numbers' tree test
+            forms["tree preflight"].append(c)
         else:
             forms.setdefault("unchecked", []).append(c)
     return forms

@@ -123,3 +123,56 @@ def test_the_trainer_records_the_order_in_each_model_it_saves(tmp_path):
             "order": "section_first",
             "prompts": "prompts/section_first.yaml",
         }
+
+
+@pytest.fixture
+def section_first_checkpoint(tiny_model_dir, tmp_path):
+    """The tiny model as a checkpoint trained section-first (its record)."""
+    import shutil
+
+    model = tmp_path / "ckpt"
+    shutil.copytree(tiny_model_dir, model)
+    write_prompt_order(model, "section_first", "prompts/section_first.yaml")
+    return model
+
+
+@pytest.mark.parametrize("entry", ["ask", "eval"])
+def test_the_entries_refuse_a_checkpoint_of_the_other_order(
+    entry, section_first_checkpoint, tmp_path, monkeypatch
+):
+    """``python -m standin.ask`` / ``standin.eval`` (examples/ask.py's and
+    examples/eval.py's main, the CPU inference) on a section-first checkpoint
+    with config_eval_needle.yaml's memory-first prompts: exit 2 with the refusal,
+    before any server starts."""
+    from areal.utils import logging
+
+    from examples import ask as ask_entry
+    from examples import eval as eval_entry
+    from standin import ask, eval
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    monkeypatch.chdir(root)
+    product, run = (ask_entry, ask.main) if entry == "ask" else (eval_entry, eval.main)
+    logged: list[str] = []
+    logger = logging.getLogger(f"prompt-order-{entry}")
+    monkeypatch.setattr(logger, "error", logged.append)
+    monkeypatch.setattr(product, "logger", logger)
+    # gconfig.max_tokens: the tiny vocabulary spells the needle prompts longer
+    argv = ["--config", "config_eval_needle.yaml", f"actor.path={section_first_checkpoint}",
+            f"cluster.fileroot={tmp_path}/areal", f"eval.output_dir={tmp_path}/out",
+            f"cluster.name_resolve.nfs_record_root={tmp_path}/nr", f"eval.data_root={tmp_path}/data",
+            "gconfig.max_tokens=512"]  # fmt: skip
+    if entry == "ask":
+        argv += ["--document", "docs/needle_64.txt", "--question", "what is the code of eve ?"]  # fmt: skip
+    else:
+        argv += ["eval.lengths=[1]"]
+    with pytest.raises(SystemExit) as stop:
+        run(argv)
+    assert stop.value.code == 2
+    found = [m for m in logged if "prompt order" in m]
+    assert len(found) == 1, logged
+    msg = found[0]
+    assert f"{section_first_checkpoint} was trained with the section_first" in msg
+    assert "memory_first prompts" in msg
+    assert "memagent.prompts=prompts/section_first.yaml" in msg
+    assert f"but {'ask' if entry == 'ask' else 'the eval'} was given" in msg
