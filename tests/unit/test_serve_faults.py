@@ -191,7 +191,9 @@ async def test_a_launched_engine_is_restarted_at_most_serve_max_restarts_times()
 async def test_a_retry_that_succeeded_leaves_no_cause(workflow):
     engine = FakeEngine(workflow.tokenizer, lambda ep: "x", failures=1)
     counter = TurnCounter(engine)
-    req = type("Req", (), {"rid": "r", "input_ids": [1, 2], "gconfig": None})
+    req = type(
+        "Req", (), {"rid": "r", "input_ids": [1, 2], "gconfig": None, "metadata": {}}
+    )
     with pytest.raises(RuntimeError):
         await counter.agenerate(req)
     assert counter.error is not None
