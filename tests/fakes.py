@@ -207,3 +207,21 @@ class MemoryScript:
         if kind == "all_oov":
             return self.oov + [self.eos], "stop"
         return kept + [self.pad if kind == "pad" else self.eos], "stop"
+
+
+def ask_workflow(model_dir, chunk_tokens: int = 40):
+    """The episode a service test runs against `FakeEngine`: the tiny model's
+    tokenizer, a 16-token memory, the fake's final budget, no retry window."""
+    from areal.api.cli_args import GenerationHyperparameters
+
+    from memagent_workflow.eval.ask import AskWorkflow
+
+    return AskWorkflow(
+        gconfig=GenerationHyperparameters(max_tokens=4096),
+        tokenizer=str(model_dir),
+        chunk_tokens=chunk_tokens,
+        max_memory_tokens=16,
+        max_final_tokens=FakeEngine.final_budget,
+        engine_retry_s=0,
+        trace=True,
+    )

@@ -11,16 +11,15 @@ import io
 import json
 
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 from fastapi.testclient import TestClient
 
-from memagent_workflow.eval.ask import AskWorkflow, encode_stream
+from memagent_workflow.eval.ask import encode_stream
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.app import Service
 from memagent_workflow.serve.config import ServeConfig
 from memagent_workflow.serve.episode import EpisodeRunner
 from memagent_workflow.serve.limits import Limits
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, ask_workflow
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -30,15 +29,7 @@ DOC = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(40))
 
 @pytest.fixture(scope="module")
 def workflow(tiny_model_dir):
-    return AskWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=str(tiny_model_dir),
-        chunk_tokens=CHUNK,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        engine_retry_s=0,
-        trace=True,
-    )
+    return ask_workflow(tiny_model_dir, CHUNK)
 
 
 def client(workflow, engine, **limits) -> TestClient:

@@ -16,17 +16,15 @@ import re
 
 import httpx
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 from areal.api.io_struct import ModelResponse
 
-from memagent_workflow.eval.ask import AskWorkflow
 from memagent_workflow.serve import auth
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.app import Service
 from memagent_workflow.serve.config import ServeConfig
 from memagent_workflow.serve.episode import EpisodeRunner
 from memagent_workflow.serve.limits import Limits
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, ask_workflow
 
 DOC = " ".join(f"Item {i} is stored in box {i * 7 % 13}." for i in range(20))
 MESSAGES = [
@@ -38,15 +36,7 @@ BODY = {"model": "memagent", "messages": MESSAGES}
 
 @pytest.fixture(scope="module")
 def workflow(tiny_model_dir):
-    return AskWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=str(tiny_model_dir),
-        chunk_tokens=40,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        engine_retry_s=0,
-        trace=True,
-    )
+    return ask_workflow(tiny_model_dir)
 
 
 def http(workflow, engine, **cfg) -> httpx.AsyncClient:

@@ -16,9 +16,7 @@ import time
 
 import httpx
 import pytest
-from areal.api.cli_args import GenerationHyperparameters
 
-from memagent_workflow.eval.ask import AskWorkflow
 from memagent_workflow.serve.admission import Admission
 from memagent_workflow.serve.app import Service
 from memagent_workflow.serve.config import ServeConfig
@@ -26,7 +24,7 @@ from memagent_workflow.serve.engine import TurnCounter
 from memagent_workflow.serve.episode import EpisodeRunner
 from memagent_workflow.serve.health import EngineHealth
 from memagent_workflow.serve.limits import Limits
-from tests.fakes import FakeEngine
+from tests.fakes import FakeEngine, ask_workflow
 
 KEY = "s3cret"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -42,15 +40,7 @@ BODY = {
 
 @pytest.fixture(scope="module")
 def workflow(tiny_model_dir):
-    return AskWorkflow(
-        gconfig=GenerationHyperparameters(max_tokens=4096),
-        tokenizer=str(tiny_model_dir),
-        chunk_tokens=40,
-        max_memory_tokens=16,
-        max_final_tokens=FakeEngine.final_budget,
-        engine_retry_s=0,
-        trace=True,
-    )
+    return ask_workflow(tiny_model_dir)
 
 
 class Gated(FakeEngine):
