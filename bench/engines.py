@@ -176,7 +176,7 @@ class SimEngine:
         self.prompt_tokens = 0
         self.output_tokens = 0
         self.in_flight = 0
-        self.services: dict[str, list[float]] = {}  # rid -> service time per turn
+        self.services: dict[str, list[float]] = {}  # episode -> service time per turn
         self.loop_lags: list[float] = []
         self._monitor: asyncio.TimerHandle | None = None
 
@@ -199,14 +199,20 @@ class SimEngine:
             self._sem, self._loop = asyncio.Semaphore(self.slots), loop
         return self._sem
 
+    @staticmethod
+    def _episode(req: ModelRequest) -> str:
+        """The request's episode: a group's episodes share one rid (one server's
+        prefix cache), the workflow names each in the request's metadata."""
+        return (req.metadata or {}).get("episode", req.rid)
+
     def _rng(self, req: ModelRequest) -> random.Random:
-        rng = self._episodes.get(req.rid)
+        rng = self._episodes.get(self._episode(req))
         if rng is None:
             key = zlib.crc32(np.asarray(req.input_ids, dtype=np.int32).tobytes())
             index = self._seen.get(key, 0)
             self._seen[key] = index + 1
             rng = random.Random(f"{self.seed}:{key}:{index}")
-            self._episodes[req.rid] = rng
+            self._episodes[self._episode(req)] = rng
         return rng
 
     def loop_stats(self) -> dict[str, float]:
@@ -259,7 +265,7 @@ class SimEngine:
             t1 = time.perf_counter()
         resp.latency = t1 - t_req
         self.work_s += service
-        self.services.setdefault(req.rid, []).append(service)
+        self.services.setdefault(self._episode(req), []).append(service)
         self.busy_s += t1 - t0
         self.wait_s += t0 - t_req
         self.requests += 1
@@ -267,5 +273,5 @@ class SimEngine:
         self.output_tokens += len(resp.output_tokens)
         if final:
             self.episodes_done += 1
-            del self._episodes[req.rid]
+            del self._episodes[self._episode(req)]
         return resp

@@ -98,7 +98,7 @@ async def lockstep_batch(
         turns = [t for e in episodes for t in e.ep.turns]
         row_advs = [a for e, a in zip(episodes, advs, strict=True) for _ in e.ep.turns]
         trajectories.append(pad_rows(turns, row_advs))
-        services.append([engine.services[e.rid] for e in episodes])
+        services.append([engine.services[e.ep.id] for e in episodes])
     return LockstepBatch(
         trajectories=trajectories,
         chunk_counts=[len(d.chunks) for d in docs],
