@@ -23,6 +23,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.fresh_home import use_fresh_home  # noqa: E402
+from tests.runs_alone import file_lock  # noqa: E402
 from tests.tiers import FULL_COMMAND, FULL_TIER, left_out, start_order  # noqa: E402
 
 # Every test process (and all it starts) sees a new user's machine: no
@@ -49,6 +50,15 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
         return Path(builds) / name
     base = tmp_path_factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runs_alone(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[None]:
+    """A file that sets ``RUNS_ALONE = True`` (one that compares timings) runs
+    with no other file of the run in flight; the others share (tests/runs_alone.py)."""
+    alone = bool(getattr(request.module, "RUNS_ALONE", False))
+    with file_lock(shared_dir(tmp_path_factory, "runs_alone"), alone):
+        yield
 
 
 @pytest.fixture(scope="session")

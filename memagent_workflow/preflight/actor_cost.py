@@ -11,7 +11,17 @@ update's call. A small ``k`` (2) leaves both sizes within the timer's noise
 on CPU, where a pass on a smoke's batch takes some 50 ms: the fit swung from
 no fixed part to nearly all of it between two runs. Measured tokens per
 row (``row_tokens``) count a step's tokens in place of the fullest turn's
-bound. ``step_other_s`` is the rest of a measured step (advantages, the
+bound.
+
+The update cannot be repeated (it moves the weights), and on the smoke's batch
+its per-token part is within the timer's noise: taken as the measured time less
+the logprob pass's fixed part, it was half the update's time on 306 tokens and
+projected the CPU main job's update 50% high. So the update's per-token part is
+the logprob pass's times the forward passes' worth of FLOPs an update token
+costs (`update_split`: 3, forward and backward; the preflight's own count,
+``step.update_passes``; measured on CPU 3.0); the rest of its measured time is
+its fixed part (``actor_update_fixed_s``: its mini-batches' calls, the optimizer
+steps). ``step_other_s`` is the rest of a measured step (advantages, the
 controller's bookkeeping): its wall time less the rollout's wait, the actor's
 passes, the weight update and the checkpoints (`step_other`).
 """
@@ -42,6 +52,22 @@ def per_token_rate(
         return None
     fixed = min(fixed_s or 0.0, MAX_FIXED_SHARE * seconds)
     return tokens / ((seconds - fixed) * max(1, gpus))
+
+
+def update_split(
+    tokens: float | None,
+    update_s: float | None,
+    logp_rate: float | None,
+    passes: int,
+    gpus: int,
+) -> tuple[float, float] | None:
+    """The update's per-token rate (tokens/s per GPU: the logprob pass's per-token
+    rate over ``passes``) and its fixed seconds (its measured time less that
+    part, >= 0); None unmeasured."""
+    if not tokens or update_s is None or not logp_rate:
+        return None
+    rate = logp_rate / passes
+    return rate, max(0.0, update_s - tokens / (rate * max(1, gpus)))
 
 
 def step_other(wall_s: float | None, timed_s: list[float | None]) -> float | None:

@@ -14,8 +14,8 @@ tokens per second per actor GPU through the update (forward and backward) and
 through one log-probability pass (without a measurement: the model's FLOPs at
 ``--train-tflops``). ``weight_update_s``: one weight update, actor to every
 server (not counted without a measurement). ``actor_fixed_s``,
-``actor_row_tokens`` and ``step_other_s``: the actor's fixed cost per pass,
-tokens per row and a step's other work (``actor_cost``; not counted, or the
+``actor_update_fixed_s``, ``actor_row_tokens`` and ``step_other_s``: the actor's
+fixed cost per logprob pass and per update, tokens per row and a step's other work (``actor_cost``; not counted, or the
 fullest turn's tokens, without a measurement). ``train_tflops``: the update's
 achieved TFLOP/s per GPU, counted as the step model counts FLOPs (for any model:
 it replaces ``--train-tflops`` where the actor's tokens/s are not measured).
@@ -48,13 +48,14 @@ MEASURED = {
     "train_tflops": "TFLOP/s per actor GPU in the update, as the step model counts",
     # The fixed and per-step costs (preflight/actor_cost.py).
     "actor_fixed_s": "fixed seconds of one actor pass, whatever its tokens",
+    "actor_update_fixed_s": "fixed seconds of the update, whatever its tokens",
     "actor_row_tokens": "tokens per trained row (counts a step's tokens)",
     "step_other_s": "seconds of a step outside its rollout, actor and weight sync",
     # preflight/tree_ratio.py: a tree-training run's actor_tokens_computed / _rows
     "tree_token_share": "share of the row tokens the actor computes (tree training)",
 }
 # Costs the smoke may measure as nothing (a fit with no fixed part).
-MAY_BE_ZERO = ("actor_fixed_s", "step_other_s")
+MAY_BE_ZERO = ("actor_fixed_s", "actor_update_fixed_s", "step_other_s")
 # Context the smoke records beside the rates (shown, never computed with).
 CONTEXT = ("decode_batch", "prompt_tokens", "row_tokens", "model", "device", "at")
 
@@ -176,6 +177,7 @@ class StepRates:
     tflops: Rate
     weight_update: Rate  # seconds; None: not counted
     actor_fixed: Rate = Rate(None, "not counted")  # seconds per actor pass
+    update_fixed: Rate = Rate(None, "not counted")  # seconds per update
     row_tokens: Rate = Rate(None, "the fullest turn's")  # tokens per row
     step_other: Rate = Rate(None, "not counted")  # seconds per step
 
@@ -204,6 +206,7 @@ def step_rates(options: Any) -> StepRates:
             m, "weight_update_s", None, "", None, "weight sync not counted"
         ),
         actor_fixed=pick(m, "actor_fixed_s", None, "", None, "not counted"),
+        update_fixed=pick(m, "actor_update_fixed_s", None, "", None, "not counted"),
         row_tokens=pick(m, "actor_row_tokens", None, "", None, "the fullest turn's"),
         step_other=pick(m, "step_other_s", None, "", None, "not counted"),
     )  # fmt: skip
@@ -222,6 +225,7 @@ def sources(rates: StepRates) -> str:
         named["actor TFLOP/s"] = rates.tflops
     for name, rate in (
         ("actor fixed cost", rates.actor_fixed),
+        ("update fixed cost", rates.update_fixed),
         ("tokens per row", rates.row_tokens),
         ("a step's other work", rates.step_other),
     ):

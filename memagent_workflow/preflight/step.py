@@ -28,7 +28,8 @@ Rollout and training overlap on separate GPUs when rollouts may run ahead
 (``rollout.max_head_offpolicyness`` > 0): the step is the longer of the two,
 plus the sync; colocated on the same GPUs, fully on-policy, or on CPU (the
 roles share the cores), it is the sum. Measured by the smoke (``actor_cost``):
-each actor pass's fixed seconds, the tokens per row and the step's other work.
+each logprob pass's fixed seconds and the update's, the tokens per row and the
+step's other work.
 """
 
 from __future__ import annotations
@@ -60,13 +61,17 @@ class StepEstimate:
     rollout_how: str
     actor_how: str
     sync_how: str = ""
-    fixed_s: float = 0.0  # per actor pass, whatever its tokens (actor_cost)
+    fixed_s: float = 0.0  # per logprob pass, whatever its tokens (actor_cost)
+    update_fixed_s: float | None = None  # the update's; None: fixed_s
     other_s: float = 0.0  # the step's other work (actor_cost)
 
     @property
     def actor_s(self) -> float:
-        passes = 1 + self.logp_passes
-        return self.update_s + self.logp_passes * self.logp_s + passes * self.fixed_s
+        update_fixed = (
+            self.fixed_s if self.update_fixed_s is None else self.update_fixed_s
+        )
+        logp = self.logp_passes * (self.logp_s + self.fixed_s)
+        return self.update_s + update_fixed + logp
 
     @property
     def seconds(self) -> float:
@@ -152,6 +157,8 @@ def step_estimate(run: Run) -> StepEstimate | None:
         how[0] += f" ({rates.row_tokens.value:,.1f} a row, measured)"
     if rates.actor_fixed.value:
         how.append(f"{rates.actor_fixed.value:.2f} s fixed a pass (measured)")
+    if rates.update_fixed.value is not None:
+        how.append(f"{rates.update_fixed.value:.2f} s fixed the update (measured)")
     how += [share_how] * bool(share_how)
     if None in (train, logp):
         shape = run.model[0]
@@ -189,6 +196,7 @@ def step_estimate(run: Run) -> StepEstimate | None:
         actor_how=", ".join(how),
         sync_how="measured" if sync.value else "",
         fixed_s=rates.actor_fixed.value or 0.0,
+        update_fixed_s=rates.update_fixed.value,
         other_s=rates.step_other.value or 0.0,
     )
 

@@ -23,6 +23,7 @@ from memagent_workflow.preflight.actor_cost import (
     fit_fixed,
     per_token_rate,
     step_other,
+    update_split,
 )
 from memagent_workflow.smoke.events import Event
 
@@ -121,11 +122,17 @@ def rows_warning(steps_path: Path, actor_ranks: int) -> str | None:
 
 
 def rates_of(
-    events: list[Event], steps_path: Path, actor_gpus: int, context: dict[str, Any]
+    events: list[Event],
+    steps_path: Path,
+    actor_gpus: int,
+    context: dict[str, Any],
+    update_passes: int = 3,
 ) -> dict[str, Any]:
     """The ``rates`` section (``None`` where its phase did not run). The actor's
     rates are its passes' per-token parts once the fixed part is fitted from the
-    doubled logprob pass (preflight/actor_cost.py)."""
+    doubled logprob pass; the update's per-token part is the logprob pass's times
+    ``update_passes`` (forward passes' worth of an update token), the rest of it
+    fixed (preflight/actor_cost.py)."""
     servers = servers_of(events)
     line = step_line(steps_path)
     tokens = rows = None
@@ -138,15 +145,22 @@ def rates_of(
     if logp is None:
         logp = seconds_of(events, "ref logprob pass", RATE_STEP)
     train = seconds_of(events, "actor step", RATE_STEP)
+    logp_rate = per_token_rate(tokens, logp, fixed, gpus)
+    train_rate, update_fixed = per_token_rate(tokens, train, fixed, gpus), None
+    if fixed is not None and (
+        split := update_split(tokens, train, logp_rate, update_passes, gpus)
+    ):
+        train_rate, update_fixed = split
     timed = [seconds_of(events, phase, RATE_STEP) for phase in STEP_PHASES]
     timed[STEP_PHASES.index(DOUBLED)] = seconds_of(events, DOUBLED, 1)
     return {
         "decode_tokens_per_s": _mean([s["decode_tokens_per_s"] for s in servers]),
         "prefill_tokens_per_s": _mean([s["prefill_tokens_per_s"] for s in servers]),
-        "actor_train_tokens_per_s": per_token_rate(tokens, train, fixed, gpus),
-        "actor_logp_tokens_per_s": per_token_rate(tokens, logp, fixed, gpus),
+        "actor_train_tokens_per_s": train_rate,
+        "actor_logp_tokens_per_s": logp_rate,
         "weight_update_s": seconds_of(events, "weight update", RATE_STEP),
         "actor_fixed_s": fixed,
+        "actor_update_fixed_s": update_fixed,
         "actor_row_tokens": _per(tokens, rows) if train else None,
         "step_other_s": step_other(step_wall(steps_path), timed) if train else None,
         "decode_batch": servers[0]["turns"] if servers else None,
@@ -175,6 +189,7 @@ RATE_UNITS = {
     "actor_logp_tokens_per_s": "tokens/s per actor GPU (logprob pass)",
     "weight_update_s": "s per weight update",
     "actor_fixed_s": f"s per actor pass, fixed (logprob pass on 1x and {REPEAT}x rows)",
+    "actor_update_fixed_s": "s per update, fixed (its time less its per-token part)",
     "actor_row_tokens": "tokens per row",
     "step_other_s": "s per step besides rollout, actor, weight update, saves",
 }

@@ -29,6 +29,7 @@ from memagent_workflow.preflight.memory_estimate import (
 )
 from memagent_workflow.preflight.projection import projection
 from memagent_workflow.preflight.rates import MeasuredFileError, read_measured
+from memagent_workflow.preflight.step import update_passes
 from memagent_workflow.smoke import launch, plan, report
 from memagent_workflow.smoke.events import FIRST_PHASE, EventLog, read_events
 from memagent_workflow.smoke.gpu_memory import PeakMemory
@@ -214,7 +215,9 @@ class Smoke:
         gpus = run.layout.actor_gpus if run is not None else 1
         steps = Path(self.dir).parent / "steps.jsonl"
         self.context["at"] = self.started
-        rates = report.rates_of(events, steps, gpus, self.context)
+        rates = report.rates_of(
+            events, steps, gpus, self.context, update_passes(self.config)
+        )
         warnings = [w for w in [report.rows_warning(steps, gpus)] if w]
         for warning in warnings:
             logger.warning(warning)

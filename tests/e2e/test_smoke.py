@@ -10,10 +10,12 @@ rates are the ones its phases measured (and which the preflight reads to the
 same projection), resumed through the recover checkpoint, evaluated the saved
 checkpoint, left the real trial untouched and none of its processes running.
 This run covers the single-controller launch of tests/e2e/test_train_launch.py
-once more, at 2 + 1 steps: the price of checking the smoke's own path. How close
-its projection comes to the main job's step is a timing, measured by
-bench/smoke_projection.py, not asserted here. A last twin is sent SIGTERM during its model load and must stop as on
-Ctrl-C: its report written, nothing of it left.
+once more, at 2 + 1 steps: the price of checking the smoke's own path. Then the
+main job the twin projects runs a few steps in the same clone, and the twin's
+projected step must come within 25% of its measured one (issue 53): two timings,
+so the file runs alone (``RUNS_ALONE``, tests/runs_alone.py) and both meet the
+same machine. A last twin is sent SIGTERM during its model load and must stop as
+on Ctrl-C: its report written, nothing of it left.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from pathlib import Path
 import psutil
 import pytest
 
+from bench.smoke_projection import TARGET, main_job_cmd, main_job_step
 from memagent_workflow.preflight.actor_cost import MAX_FIXED_SHARE, fit_fixed
 from memagent_workflow.smoke.events import read_events
 from tests.e2e.launch_runs import ROOT, fresh_clone, worker_env
 
+RUNS_ALONE = True  # compares two timings: no other test file runs meanwhile
 DOC = ROOT / "docs" / "smoke.md"
 CPU = "uv run python -m standin.smoke --config config_cpu.yaml$"
 MISSING = "uv run python examples/smoke.py "
@@ -159,20 +163,19 @@ def test_every_rate_is_what_its_phases_measured(smoke, report):
     step2 = next(s for s in steps if s["step"] == 2)
     tokens = step2["tokens"] - step2["tokens_skipped"]
     rates = report["rates"]
-    # each actor pass: a fixed part (fitted from step 2's logprob pass on its
-    # rows once and 16 times over) and the per-token part the rates are
+    # each logprob pass: a fixed part (fitted from step 2's logprob pass on its
+    # rows once and 16 times over) and the per-token part the rate is
     fixed = fit_fixed(seconds("logprob pass"), seconds("logprob pass x16", 1), 16)
     assert rates["actor_fixed_s"] == pytest.approx(fixed)
 
-    def per_token(pass_s: float) -> float:  # a pass is at most MAX_FIXED_SHARE fixed
-        return tokens / (pass_s - min(fixed, MAX_FIXED_SHARE * pass_s))
-
-    assert rates["actor_train_tokens_per_s"] == pytest.approx(
-        per_token(seconds("actor step"))
-    )
-    assert rates["actor_logp_tokens_per_s"] == pytest.approx(
-        per_token(seconds("logprob pass"))
-    )
+    logp = seconds("logprob pass")
+    logp_rate = tokens / (logp - min(fixed, MAX_FIXED_SHARE * logp))
+    assert rates["actor_logp_tokens_per_s"] == pytest.approx(logp_rate)
+    # an update token costs 3 forwards' worth (config_cpu.yaml: no LoRA, no
+    # gradient checkpointing); the rest of the update's time is its fixed part
+    assert rates["actor_train_tokens_per_s"] == pytest.approx(logp_rate / 3)
+    update_fixed = max(0.0, seconds("actor step") - 3 * tokens / logp_rate)
+    assert rates["actor_update_fixed_s"] == pytest.approx(update_fixed)
     assert rates["actor_row_tokens"] == pytest.approx(tokens / step2["rows"])
     assert rates["weight_update_s"] == pytest.approx(seconds("weight update"))
     (server,) = report["servers"]
@@ -218,6 +221,25 @@ def test_the_real_trial_is_untouched_and_nothing_is_left(smoke):
     assert smoke.real_trial == []  # no log, checkpoint or name-resolve entry
     assert logs(smoke).is_dir()
     assert left_running(smoke.mark) == []
+
+
+@pytest.fixture(scope="module")
+def main_job(smoke) -> tuple[float, list[float]]:
+    """The CPU main job the twin projected, a few steps in the twin's clone right
+    after it: its median step and every step's wall time (bench/smoke_projection.py)."""
+    trial = "main-job-projection"
+    proc = subprocess.run(
+        [sys.executable, *main_job_cmd(trial)], cwd=smoke.cwd,
+        env=worker_env(smoke.cwd), capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return main_job_step(trial, smoke.cwd)
+
+
+def test_the_projection_is_within_25_percent_of_the_main_jobs_step(report, main_job):
+    measured, walls = main_job
+    projected = report["projection"]["step_s"]
+    assert abs(projected / measured - 1) <= TARGET, (projected, measured, walls)
 
 
 def test_a_missing_model_stops_the_smoke_at_the_model_phase(tmp_path):

@@ -81,6 +81,7 @@ def test_on_cpu_the_step_is_the_sum_the_roles_share_the_cores(cpu_cfg, tmp_path)
 
 FITTED = {  # the smoke's fixed and per-step costs (preflight/actor_cost.py)
     "actor_fixed_s": ("actor_s", 57.6 + 2 * 0.5),  # the update and 1 logprob pass
+    "actor_update_fixed_s": ("actor_s", 57.6 + 0.5),  # the update's own, alone
     "actor_row_tokens": ("actor_s", 384 * 10 / 100 + 384 * 10 / 400),  # 384 rows
     "step_other_s": ("seconds", 57.6 + 5.0 + 2.0),
 }
@@ -88,7 +89,8 @@ FITTED = {  # the smoke's fixed and per-step costs (preflight/actor_cost.py)
 
 @pytest.mark.parametrize("key", sorted(FITTED))
 def test_the_fixed_and_per_step_costs_measured_are_counted(cfg, tmp_path, key):
-    value = {"actor_fixed_s": 0.5, "actor_row_tokens": 10.0, "step_other_s": 2.0}
+    value = {"actor_fixed_s": 0.5, "actor_update_fixed_s": 0.5}
+    value.update(actor_row_tokens=10.0, step_other_s=2.0)
     step = step_estimate(run_of(cfg, measured=measured(tmp_path, **{key: value[key]})))
     what, expected = FITTED[key]
     assert getattr(step, what) == pytest.approx(expected)

@@ -81,14 +81,16 @@ def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
 
 def test_the_repeated_logprob_pass_fits_each_passs_fixed_cost(tmp_path, steps):
     """4 s on the batch, 19 s on it 16 times over: 15 batches' worth of tokens
-    took 15 s, so 1 s of each is per token and 3 s fixed, and the rates are
-    the per-token parts' (train 10 - 3, logp 4 - 3 seconds)."""
+    took 15 s, so 1 s of each is per token and 3 s fixed. The update's tokens
+    cost 3 forwards' worth (forward and backward): 3 s of its 10, the other 7
+    fixed."""
     assert report.DOUBLED == "logprob pass x16"
     repeated = ("train", report.DOUBLED, 19.0, {})
     events = write_events(tmp_path / "e.jsonl", [*STEP, *STEP, repeated])
     rates = report.rates_of(events, steps, actor_gpus=4, context={})
     assert rates["actor_fixed_s"] == pytest.approx(3.0)
-    assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (7.0 * 4))
+    assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (3.0 * 4))
+    assert rates["actor_update_fixed_s"] == pytest.approx(7.0)
     assert rates["actor_logp_tokens_per_s"] == pytest.approx(80000 / (1.0 * 4))
     assert rates["actor_row_tokens"] == 8000
     # step 2: 100 s of wall time, 89 of them its phases and the repeated pass
