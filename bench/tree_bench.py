@@ -47,16 +47,19 @@ def turn_trie_size(shape: Shape) -> int:
 
 
 def count_tokens(shape: Shape, mode: str, max_tokens: int) -> dict[str, int]:
-    """Row tokens and the tokens one group's pass computes in ``mode``."""
+    """Row tokens, the tokens one group's pass computes in ``mode`` (every trie
+    padded to ``max_tokens``) and the tries' own tokens (AReaL's
+    ``tree_token_ratio`` counts these: padding left out)."""
     from areal.models.tree_attn.tree import _greedy_build_tries
 
     order = "memory_first" if mode == "packed" else mode.removeprefix("tree+")
     data = group_batch(shape, order)
     rows = int(data["attention_mask"].sum())
     if mode == "packed":
-        return {"rows": rows, "computed": rows, "tries": 0}
-    tries, _ = _greedy_build_tries(take_rows(data, trie_order(data)), max_tokens)
-    return {"rows": rows, "computed": len(tries) * max_tokens, "tries": len(tries)}
+        return {"rows": rows, "computed": rows, "trie_tokens": rows, "tries": 0}
+    tries, held = _greedy_build_tries(take_rows(data, trie_order(data)), max_tokens)
+    return {"rows": rows, "computed": len(tries) * max_tokens,
+            "trie_tokens": sum(held), "tries": len(tries)}  # fmt: skip
 
 
 def token_table(shape: Shape, sizes: list[int]) -> list[dict]:
@@ -68,7 +71,8 @@ def token_table(shape: Shape, sizes: list[int]) -> list[dict]:
             c = count_tokens(shape, mode, size)
             base = base or c["computed"]
             table.append({"max_tokens_per_mb": size, "mode": mode, **c,
-                          "of_packed": round(c["computed"] / base, 3)})  # fmt: skip
+                          "of_packed": round(c["computed"] / base, 3),
+                          "tries_of_packed": round(c["trie_tokens"] / base, 3)})  # fmt: skip
     return table
 
 
@@ -136,7 +140,8 @@ def main(argv: list[str] | None = None) -> dict:
     tokens = token_table(paper, sizes)
     for r in tokens:
         print(f"  {r['max_tokens_per_mb']:>6} {r['mode']:<20} {r['computed']:>9} "
-              f"({r['of_packed']:.0%} of packed, {r['tries']} tries)")  # fmt: skip
+              f"({r['of_packed']:.0%} of packed, {r['tries']} tries holding "
+              f"{r['tries_of_packed']:.0%} before padding)")  # fmt: skip
     small = scaled(paper, args.scale)
     small_sizes = [-(-s // args.scale // BLOCK) * BLOCK for s in sizes]
     print(f"one PPO update of one group at 1/{args.scale} of the shapes", flush=True)

@@ -21,3 +21,6 @@ def test_the_three_modes_side_by_side(tmp_path):
             # the section first shares the section: fewer tokens than packed
             assert rows["tree+section_first"]["computed"] < rows["packed"]["computed"]
     assert all(r["step_s"] > 0 and r["rows"] > 0 for r in result["wall"])
+    for r in result["tokens"]:  # padding only adds: the tries hold no more
+        assert r["trie_tokens"] <= r["computed"]
+        assert r["trie_tokens"] < r["rows"] or r["mode"] == "packed"
