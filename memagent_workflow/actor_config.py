@@ -1,4 +1,5 @@
-"""The actor's config: AReaL's `PPOActorConfig` plus the original MemAgent's KL loss.
+"""The actor's config: AReaL's `PPOActorConfig` plus the original MemAgent's KL
+loss and how tree training cuts its mini-batches.
 
 It is the actor config itself (``actor:``) because under AReaL's single
 controller each worker builds its actor from that config alone
@@ -15,7 +16,8 @@ from areal.api.cli_args import PPOActorConfig
 
 @dataclass
 class MemAgentActorConfig(PPOActorConfig):
-    """AReaL's PPO actor config plus the original's KL loss."""
+    """AReaL's PPO actor config plus the original's KL loss and the tries'
+    mini-batches."""
 
     kl_loss_coef: float = field(
         default=0.0,
@@ -32,12 +34,29 @@ class MemAgentActorConfig(PPOActorConfig):
         default=10.0,
         metadata={"help": "Bound of the per-token low_var_kl, > 0 (original: 10)."},
     )
+    tree_minibatches: str = field(
+        default="groups",
+        metadata={
+            "help": "With enable_tree_training, how the update's ppo_n_minibatches "
+            "mini-batches are cut from the rows in trie order: 'groups', runs of "
+            "whole groups (the paper's mini-batch: a turn's shared prefix computed "
+            "once); 'dealt', every n-th row (each group in every mini-batch, as "
+            "AReaL's packed split spreads it; a prefix computed once per "
+            "mini-batch, so only for a few mini-batches: docs/tree-training.md).",
+            "choices": ["groups", "dealt"],
+        },
+    )
 
     def __post_init__(self):
         super().__post_init__()
         if not self.kl_loss_coef >= 0:
             raise ValueError(
                 f"actor.kl_loss_coef must be >= 0, got {self.kl_loss_coef}"
+            )
+        if self.tree_minibatches not in ("groups", "dealt"):
+            raise ValueError(
+                "actor.tree_minibatches must be 'groups' or 'dealt', got "
+                f"{self.tree_minibatches!r}"
             )
         if not self.kl_loss_clamp > 0:  # 0 would zero the term, silently
             raise ValueError(

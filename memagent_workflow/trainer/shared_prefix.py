@@ -18,7 +18,8 @@ and AReaL's controller partitions the list of dicts, never a dict's rows.
 `trie_order` sorts a group's rows by their tokens (lexicographically: a trie's
 depth-first order), so rows sharing a prefix are adjacent and first fit packs
 them together; `contiguous_minibatches` cuts the ordered rows into mini-batches
-of about equal tokens at the boundaries where neighbours share least.
+of about equal tokens at the boundaries where neighbours share least (whole
+groups), `dealt_minibatches` deals them in turn (every group in every one).
 """
 
 from __future__ import annotations
@@ -87,3 +88,11 @@ def contiguous_minibatches(data: dict[str, Any], n: int) -> list[list[int]]:
         starts.append(best)
     starts.append(len(rows))
     return [list(range(a, b)) for a, b in zip(starts, starts[1:], strict=False)]
+
+
+def dealt_minibatches(rows: int, n: int) -> list[list[int]]:
+    """``n`` mini-batches (capped by ``rows``) of every ``n``-th row: rows in trie
+    order dealt in turn, so each group (and each run of rows sharing a prefix) is
+    in every mini-batch, as AReaL's packed split spreads a group."""
+    n = max(1, min(n, rows))
+    return [list(range(k, rows, n)) for k in range(n)]

@@ -9,11 +9,14 @@ class) makes rows that share a prefix meet in one trie
 * ``compute_logp`` (the proximal pass and the reference model's) hands AReaL
   each group's rows in trie order and puts the results back in the rows' order;
 * ``ppo_update`` puts each group's rows in trie order and makes its own
-  ``ppo_n_minibatches`` mini-batches: runs of consecutive rows cut where
-  neighbours share least (AReaL's split, first fit decreasing by length, would
-  scatter a group's turn); each runs AReaL's update (``PPOActor._ppo_update``)
-  as one mini-batch, so the loss, its proximal term, the KL loss and LoRA are
-  AReaL's and the project's as ever.
+  ``ppo_n_minibatches`` mini-batches (AReaL's split, first fit decreasing by
+  length, would scatter a group's turn over all of them): by default runs of
+  consecutive rows cut where neighbours share least, whole groups as the
+  paper's mini-batches; with ``actor.tree_minibatches: dealt``, the rows dealt
+  in turn, each group in every mini-batch as AReaL's packed split has it. Each
+  runs AReaL's update (``PPOActor._ppo_update``) as one mini-batch, so the
+  loss, its proximal term, the KL loss and LoRA are AReaL's and the project's
+  as ever.
 
 Packed (tree training off) nothing changes but the counting: every step
 records ``memagent/actor_tokens_rows`` (the tokens of the rows the training
@@ -32,6 +35,7 @@ from areal.utils.data import concat_batch
 
 from memagent_workflow.trainer.shared_prefix import (
     contiguous_minibatches,
+    dealt_minibatches,
     inverse,
     take_rows,
     trie_order,
@@ -127,8 +131,12 @@ class SharesPrefixes:
         if one is None:  # AReaL's update, told the batch is one mini-batch
             one = PPOActor(dataclasses.replace(self.config, ppo_n_minibatches=1), self)
             self._one_minibatch = one
+        if getattr(self.config, "tree_minibatches", "groups") == "dealt":
+            cuts = dealt_minibatches(batch["attention_mask"].shape[0], n)
+        else:
+            cuts = contiguous_minibatches(batch, n)
         with stats_tracker.scope("ppo_actor"):
-            for rows in contiguous_minibatches(batch, n):
+            for rows in cuts:
                 one._ppo_update(take_rows(batch, rows))
 
     def _prepare_mb_list(self, input_: dict[str, Any]) -> Any:

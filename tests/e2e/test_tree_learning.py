@@ -1,16 +1,15 @@
 """docs/tree-training.md's CPU command, as written: the main job with AReaL's tree
-training and the section-first prompts learns the needle task (one seed).
+training, the section-first prompts and a two-layer needle model learns the
+needle task (one seed).
 
 The run is the command's own overrides on the CPU main job (``config_cpu.yaml``,
 its single controller), with the learning test's isolation (its own model build,
-folders and seed) and its length eval at 1 and 16 chunks. The section first
-learns more slowly than packed and unevenly (bench/results.md, section 11: two
-runs held out 0.55-0.78 and 0.44-0.45 over their last three validations, and
-read 0.81 / 0.75 and 0.55 / 0.45 at 1 / 16 chunks, the memory-wiped control
-0.22-0.23), so the bar is that it learned, not parity: chance + 0.10 for the
-last three validations and both lengths, and 0.15 above the memory-wiped
-control at both lengths. Every step's
-actor computed fewer tokens than its rows hold (the tries shared them), and the
+folders and seed) and its length eval at 1 and 16 chunks. Three seeds of the
+command held out 0.92, 0.94 and 0.95 over their last three validations, read
+0.81-1.00 at 1 and 16 chunks, the memory-wiped control 0.06-0.30 (bench/results.md,
+section 12): the bars are 0.70 for the last three validations and both lengths,
+and 0.30 above the memory-wiped control at both lengths. Every step's actor
+computed fewer tokens than its rows hold (the tries shared them), and the
 checkpoint records the section-first order.
 """
 
@@ -21,11 +20,12 @@ import shlex
 
 import pytest
 
-from bench.learning import CHANCE, REPO, config_value, train_run
+from bench.learning import REPO, config_value, train_run
 from memagent_workflow.prompts.order import read_prompt_order
 
 SEED = 0
-LEARNED = CHANCE + 0.10  # measured 0.45 and 0.67 (last three), 0.45-0.81 (lengths)
+LEARNED = 0.70  # measured 0.92-0.95 (last three), 0.81-1.00 (lengths); chance 0.25
+ABOVE_WIPED = 0.30  # measured 0.59-0.92 above the memory-wiped control
 
 
 def docs_command() -> list[str]:
@@ -59,6 +59,7 @@ def test_the_docs_command_turns_on_tree_training_and_the_section_first():
         "actor.enable_tree_training=true",
         "actor.pad_to_maximum=true",
         "memagent.prompts=prompts/needle_section_first.yaml",
+        "standin.needle_layers=2",
     ]
 
 
@@ -71,6 +72,6 @@ def test_it_learns_and_every_step_computes_fewer_tokens_than_its_rows(run):
     trained = dict(zip(table["chunks"], table["trained"], strict=True))
     wiped = dict(zip(table["chunks"], table["memory_wiped"], strict=True))
     assert all(trained[n] >= LEARNED for n in (1, 16)), table
-    assert all(trained[n] >= wiped[n] + 0.15 for n in (1, 16)), table
+    assert all(trained[n] >= wiped[n] + ABOVE_WIPED for n in (1, 16)), table
     (ckpt,) = sorted(areal.rglob("memagent_prompt_order.json"))[-1:]
     assert read_prompt_order(ckpt.parent)["order"] == "section_first"

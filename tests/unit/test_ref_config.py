@@ -63,3 +63,10 @@ def test_a_clamp_that_would_zero_the_kl_loss_is_refused(tmp_path, clamp):
     with pytest.raises(ValueError, match="actor.kl_loss_clamp must be > 0"):
         load(tmp_path, "config_cpu.yaml", "actor.kl_loss_coef=0.001",
              f"++actor.kl_loss_clamp={clamp}")  # fmt: skip
+
+
+def test_an_unknown_way_to_cut_the_tries_minibatches_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="actor.tree_minibatches must be 'groups'"):
+        load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=halves")
+    assert load(tmp_path, "config.yaml").actor.tree_minibatches == "groups"
+    assert load(tmp_path, "config_cpu.yaml").actor.tree_minibatches == "dealt"

@@ -18,6 +18,7 @@ from bench.tree_rows import Shape, group_batch
 from memagent_workflow.rows import trie_tokens
 from memagent_workflow.trainer.shared_prefix import (
     contiguous_minibatches,
+    dealt_minibatches,
     inverse,
     row_tokens,
     take_rows,
@@ -84,6 +85,24 @@ def test_arealss_minibatch_split_scatters_a_turn_and_ours_does_not():
         for r in rows:
             spread.setdefault(turn_of(order[r]), set()).add(mb)
     assert all(len(s) == 1 for s in spread.values()), spread
+
+
+def test_dealt_minibatches_put_every_turn_of_a_group_in_each_and_keep_its_prefix():
+    # actor.tree_minibatches: dealt (config_cpu.yaml): each mini-batch holds part
+    # of every turn, as AReaL's split spreads a group, and what it holds of a turn
+    # still shares the turn's prefix: one copy per mini-batch, no more.
+    data = group_batch(SHAPE, "section_first")
+    order = trie_order(data)
+    ordered = take_rows(data, order)
+    dealt = dealt_minibatches(len(order), 2)
+    assert sorted(i for mb in dealt for i in mb) == list(range(len(order)))
+    for rows in dealt:
+        assert {turn_of(order[r]) for r in rows} == set(range(ROWS_PER_EPISODE))
+    whole = trie_tokens(row_tokens(ordered))
+    parts = sum(trie_tokens(row_tokens(take_rows(ordered, rows))) for rows in dealt)
+    prefix = SHAPE.instruction + SHAPE.chunk  # a memory turn's shared prompt
+    assert whole < parts <= whole + 2 * SHAPE.turns * prefix
+    assert dealt_minibatches(3, 5) == [[0], [1], [2]]  # never an empty one
 
 
 def test_trie_order_is_a_permutation_that_take_rows_and_inverse_undo():
