@@ -15,6 +15,7 @@ import argparse
 import getpass
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +25,9 @@ from bench.learning import NO_LENGTH_EVAL
 
 ROOT = Path(__file__).resolve().parents[1]
 LOGS = ROOT / "outputs/cpu/areal/logs" / getpass.getuser() / "memagent-cpu"
+CHECKPOINTS = (
+    ROOT / "outputs/cpu/areal/checkpoints" / getpass.getuser() / "memagent-cpu"
+)
 MAIN_STEPS = 12  # the main job's: step 1 warms up, 5 and 10 validate, 12 saves
 TARGET = 0.25  # the issue's bound on the projection's error
 
@@ -39,12 +43,25 @@ def main_job_cmd(trial: str) -> list[str]:
             f"total_train_steps={MAIN_STEPS}", f"trial_name={trial}", NO_LENGTH_EVAL]  # fmt: skip
 
 
+def clear_trial(trial: str, root: Path = ROOT) -> None:
+    """Remove ``trial``'s logs and checkpoints: a second run would resume from
+    its recover checkpoint (``recover.mode: auto``) and time other steps."""
+    for folder in (LOGS, CHECKPOINTS):
+        shutil.rmtree(root / folder.relative_to(ROOT) / trial, ignore_errors=True)
+
+
 def main_job_step(trial: str, root: Path = ROOT) -> tuple[float, list[float]]:
     """The median wall time of ``trial``'s steps that neither validate nor save
     (step 1, which warms up, has no step before it to count from), and all of them."""
-    logs = root / LOGS.relative_to(ROOT)
-    lines = (logs / trial / "steps.jsonl").read_text().splitlines()
-    steps = [json.loads(line) for line in lines]
+    path = root / LOGS.relative_to(ROOT) / trial / "steps.jsonl"
+    steps = [json.loads(line) for line in path.read_text().splitlines()]
+    elapsed = [s["elapsed_s"] for s in steps]
+    one_run = all(a < b for a, b in zip(elapsed, elapsed[1:], strict=False))
+    if [s["step"] for s in steps] != list(range(1, MAIN_STEPS + 1)) or not one_run:
+        raise ValueError(
+            f"{path}: steps {[s['step'] for s in steps]} at {elapsed} s, not one "
+            f"run's 1 to {MAIN_STEPS} (a resumed or repeated trial: clear it first)"
+        )
     walls = [
         now["elapsed_s"] - before["elapsed_s"]
         for before, now in zip(steps, steps[1:], strict=False)
@@ -64,6 +81,7 @@ def main() -> int:
     smoke = json.loads((LOGS / "trial0-smoke" / "smoke" / "smoke.json").read_text())
     projected = smoke["projection"]["step_s"]
     trial = "main-job-projection"
+    clear_trial(trial)
     run([py, *main_job_cmd(trial)])
     measured, walls = main_job_step(trial)
     error = projected / measured - 1
