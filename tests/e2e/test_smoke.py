@@ -177,7 +177,9 @@ def test_every_rate_is_what_its_phases_measured(smoke, report):
     update_fixed = max(0.0, seconds("actor step") - 3 * tokens / logp_rate)
     assert rates["actor_update_fixed_s"] == pytest.approx(update_fixed)
     assert rates["actor_row_tokens"] == pytest.approx(tokens / step2["rows"])
-    assert rates["weight_update_s"] == pytest.approx(seconds("weight update"))
+    # the slower of steps 1 and 2's (a disk update may wait a second for its entry)
+    slower = max(seconds("weight update", 1), seconds("weight update", 2))
+    assert rates["weight_update_s"] == pytest.approx(slower)
     (server,) = report["servers"]
     assert rates["decode_tokens_per_s"] == server["decode_tokens_per_s"] > 0
     assert rates["prefill_tokens_per_s"] == server["prefill_tokens_per_s"] > 0

@@ -255,3 +255,12 @@ def test_the_fit_reads_two_sizes_far_apart():
     assert fit_fixed(0.05, None) is None and fit_fixed(0.05, 0.05, times=1) is None
     assert fit_fixed(0.05, 2.0) == 0.0
     assert fit_fixed(0.05, 0.05) == pytest.approx(0.9 * 0.05)
+
+
+def test_the_weight_update_rate_is_the_slower_of_steps_1_and_2(tmp_path, steps):
+    # a disk update waits up to a second for its name-resolve entry, or not at all
+    fast = [("train", "weight update", 0.07, {}) if e[1] == "weight update" else e
+            for e in STEP]  # fmt: skip
+    events = write_events(tmp_path / "e.jsonl", [*STEP, *fast])
+    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    assert rates["weight_update_s"] == pytest.approx(6.0)  # step 1's, not step 2's
