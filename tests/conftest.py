@@ -157,7 +157,12 @@ def pytest_collection_modifyitems(
         for item in items
         if "needle_model_dir" in getattr(item, "fixturenames", ())
     }
-    order = start_order([f for f in files if f not in dropped], users)
+    alone = frozenset(
+        item.path.name
+        for item in items
+        if getattr(getattr(item, "module", None), "RUNS_ALONE", False)
+    )
+    order = start_order([f for f in files if f not in dropped], users, alone)
     rank = {name: i for i, name in enumerate(order)}
     items.sort(key=lambda item: rank[item.path.name])
 

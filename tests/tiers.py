@@ -72,7 +72,9 @@ LONGEST_FIRST = (
 )
 
 
-def start_order(files: list[str], needle_users: set[str]) -> list[str]:
+def start_order(
+    files: list[str], needle_users: set[str], alone: frozenset[str] = frozenset()
+) -> list[str]:
     """``files`` (names, in collection order) in the order they start.
 
     The warm-started needle model is built once, by the first file that asks
@@ -80,12 +82,15 @@ def start_order(files: list[str], needle_users: set[str]) -> list[str]:
     waits for that build. So the longest such file starts first, then every
     file that does not use it (the other workers stay busy meanwhile), then the
     rest of its users: started earlier, they would sit idle on the build.
+    Files that run ``alone`` (tests/runs_alone.py) start last: one started
+    earlier would stop every worker until the files in flight ended, where at
+    the end the workers have nothing left to start anyway.
     """
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     by_length = sorted(files, key=lambda f: rank.get(f, len(rank)))  # stable
-    users = [f for f in by_length if f in needle_users]
-    free = [f for f in by_length if f not in needle_users]
-    return users[:1] + free + users[1:]
+    users = [f for f in by_length if f in needle_users and f not in alone]
+    free = [f for f in by_length if f not in needle_users and f not in alone]
+    return users[:1] + free + users[1:] + [f for f in by_length if f in alone]
 
 
 def left_out(files: list[str], markexpr: str, named: set[str]) -> set[str]:

@@ -89,6 +89,16 @@ def restore_interrupted_dump(config: RecoverConfig) -> str | None:
     return message
 
 
+def resumable_step(info: Path) -> int | None:
+    """The global step a rerun resumes after, read from the ``recover_info``
+    folder ``info``: its complete checkpoint's, or, when the last write was cut
+    short, the complete one set aside beside it (`restore_interrupted_dump`)."""
+    for folder in (info, _with_prev(info)):
+        if (folder / COMMITTED).is_file():
+            return _committed_step(folder)
+    return None
+
+
 def _committed_step(info: Path) -> int | None:
     try:
         return int(json.loads((info / COMMITTED).read_text())["global_step"])

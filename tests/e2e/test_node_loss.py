@@ -36,6 +36,7 @@ from memagent_workflow.infra.ray_scheduler import NODE_LOST_BOUND_S
 from memagent_workflow.preflight import Verdict
 from memagent_workflow.preflight.cluster import check_ray
 from memagent_workflow.preflight.probes import RayProbe
+from memagent_workflow.recovery.checkpoint import resumable_step
 from standin.cpu_job import environ
 from tests.areal_release import NO_CPU_RAY
 from tests.e2e.launch_runs import (
@@ -156,9 +157,14 @@ def next_file(clone, name: str, proc, timeout: float = 900):
 
 
 def recover_step(clone) -> int:
-    """The global step of the trial's recover checkpoint (AReaL's recover info)."""
-    (info,) = clone.joinpath(*TRIAL[:-1]).rglob("recover_info/step_info.json")
-    return json.loads(info.read_text())["global_step"]
+    """The global step the rerun resumes after: the lost run's last complete
+    recover checkpoint (the kill can cut step 2's write short, which leaves
+    step 1's set aside as ``recover_info.prev``)."""
+    root = clone.joinpath(*TRIAL[:-1])
+    (save_root,) = {p.parent for p in root.rglob("recover_info*") if p.is_dir()}
+    step = resumable_step(save_root / "recover_info")
+    assert step is not None, sorted(map(str, save_root.iterdir()))
+    return step
 
 
 def read(clone, name: str) -> str:

@@ -145,6 +145,12 @@ def test_no_process_of_a_run_outlives_it(chain):
         assert run["survivors"] == [], f"{run['stop']}: {run['survivors']}"
 
 
+def trained(lines: list[dict]) -> list[dict]:
+    """The step lines of steps a run trained and reported (not those marked
+    ``lost``: trained and checkpointed by the run before, never reported)."""
+    return [s for s in lines if not s.get("lost")]
+
+
 def test_each_run_resumes_at_the_step_after_its_checkpoint(chain):
     logged = []
     for run in chain.runs:
@@ -152,11 +158,14 @@ def test_each_run_resumes_at_the_step_after_its_checkpoint(chain):
             step = resumed_from(run["log"])
             assert step is not None, open(run["log"]).read()[-2000:]
             # A step is checkpointed before it is logged, so no logged step is
-            # lost and at most one unlogged one was kept.
+            # lost and at most one unlogged one was kept: the resumed run marks
+            # it lost (a kill between a step's checkpoint and its line).
             last_logged = logged[-1]["step"] - 1  # 0-based global step
             assert last_logged <= step <= last_logged + 1
+            lost = [s["step"] for s in run["lines"] if s.get("lost")]
             if run["lines"]:
-                assert run["lines"][0]["step"] - 1 == step + 1  # the next one
+                assert lost == list(range(last_logged + 2, step + 2))
+                assert trained(run["lines"])[0]["step"] - 1 == step + 1  # the next
         logged += run["lines"]
     assert logged[-1]["step"] == STEPS
 
@@ -169,7 +178,7 @@ def test_optimizer_and_schedule_come_back_as_saved(chain):
         assert restored["scheduler_step"] == resumed_from(run["log"]) + 1
     # The LR of every step follows one linear warm-up over the epoch, never
     # restarting after a resume.
-    lines = [s for r in chain.runs for s in r["lines"]]
+    lines = [s for r in chain.runs for s in trained(r["lines"])]
     for s in lines:
         assert s["lr"] == pytest.approx(LR * (s["step"] - 1) / STEPS, rel=1e-6)
 
@@ -242,7 +251,7 @@ def test_faults_hit_the_run_and_no_nan_reached_the_loss(chains):
         pytest.fail(f"the spmd chain failed: {chain!r}", pytrace=False)
     kinds = {e["fault"] for e in chain.events.all if e["path"] == "/generate"}
     assert {"error", "reset", "delay"} <= kinds
-    for s in (s for r in chain.runs for s in r["lines"]):
+    for s in (s for r in chain.runs for s in trained(r["lines"])):
         assert math.isfinite(s["actor_loss"]) and math.isfinite(s["grad_norm"])
         for key in ("groups_rejected", "episodes_failed", "calls_retried"):
             assert isinstance(s[key], int) and s[key] >= 0

@@ -1,6 +1,7 @@
 """A crash while a recover checkpoint is written leaves the previous one usable."""
 
 import os
+from pathlib import Path
 
 import pytest
 from areal.api import FinetuneSpec, StepInfo
@@ -10,6 +11,7 @@ from areal.utils.recover import InValidRecoverInfo, RecoverHandler, RecoverInfo
 from memagent_workflow.recovery.checkpoint import (
     AtomicRecoverHandler,
     restore_interrupted_dump,
+    resumable_step,
 )
 
 SPEC = FinetuneSpec(total_train_epochs=1, dataset_size=40, train_batch_size=4)
@@ -64,6 +66,10 @@ def dump(handler, engine, step, loader=None):
     handler.dump(engine, info, s, s, s, loader or State())
 
 
+def info_dir(tmp_path):
+    return Path(RecoverHandler.recover_info_path("e", "t", str(tmp_path)))
+
+
 def checkpoint(tmp_path):
     info_dir = RecoverHandler.recover_info_path("e", "t", str(tmp_path))
     step = RecoverInfo.load(info_dir).last_step_info.global_step
@@ -81,6 +87,7 @@ def test_a_write_cut_short_leaves_the_previous_checkpoint(tmp_path, where):
     engine.crash = where == "model"
     with pytest.raises(Crash):
         dump(handler, engine, 2, loader=State(fail=where == "recover info"))
+    assert resumable_step(info_dir(tmp_path)) == 1  # read before the restore too
 
     message = restore_interrupted_dump(config(tmp_path))
     assert "global step 1" in message
@@ -94,6 +101,7 @@ def test_a_complete_write_replaces_the_previous_checkpoint(tmp_path):
     for step in range(3):
         dump(handler, engine, step)
     assert checkpoint(tmp_path) == (2, {"optimizer": "2", "weights": "2"})
+    assert resumable_step(info_dir(tmp_path)) == 2
     assert not list(tmp_path.rglob("*.prev"))
     assert restore_interrupted_dump(config(tmp_path)) is None
 
@@ -104,6 +112,7 @@ def test_a_first_write_cut_short_means_a_fresh_start(tmp_path):
     engine.crash = True
     with pytest.raises(Crash):
         dump(handler, engine, 0)
+    assert resumable_step(info_dir(tmp_path)) is None
     assert restore_interrupted_dump(config(tmp_path)) is None
     with pytest.raises((FileNotFoundError, InValidRecoverInfo)):  # AReaL: a fresh start
         checkpoint(tmp_path)

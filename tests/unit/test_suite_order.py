@@ -36,6 +36,13 @@ def test_the_builder_starts_first_then_what_does_not_wait_for_it():
     assert start_order(["test_a.py", "test_b.py"], set()) == ["test_a.py", "test_b.py"]
 
 
+def test_files_that_run_alone_start_last():
+    files = ["test_smoke.py", "test_a.py", "test_learning.py", "test_b.py"]
+    order = start_order(files, {"test_learning.py"}, frozenset({"test_smoke.py"}))
+    # started early, it would hold every worker until the files in flight ended
+    assert order == ["test_learning.py", "test_a.py", "test_b.py", "test_smoke.py"]
+
+
 def test_the_full_tier_is_left_out_unless_asked_for():
     files = ["test_learning.py", "test_eval.py", "test_slurm.py"]
     assert left_out(files, "", set()) == {"test_learning.py", "test_slurm.py"}
@@ -89,3 +96,17 @@ def test_the_builds_go_where_ci_keeps_them_for_both_tiers(
     assert ci.index('export MEMAGENT_TEST_BUILDS="$PWD/.ci/builds"') < ci.index(
         FULL_COMMAND
     )
+
+
+def test_the_collection_starts_a_file_that_sets_runs_alone_last(pytester):
+    pytester.makeconftest(
+        "from tests.conftest import pytest_collection_modifyitems  # noqa: F401"
+    )
+    pytester.makepyfile(
+        test_a="RUNS_ALONE = True\ndef test_it(): pass",
+        test_b="def test_it(): pass",
+        test_c="def test_it(): pass",
+    )
+    done = pytester.runpytest_inprocess("--collect-only", "-q", "-p", "no:xdist")
+    order = [line.split("::")[0] for line in done.outlines if "::" in line]
+    assert order == ["test_b.py", "test_c.py", "test_a.py"]
