@@ -15,8 +15,9 @@ through one log-probability pass (without a measurement: the model's FLOPs at
 ``--train-tflops``). ``weight_update_s``: one weight update, actor to every
 server (not counted without a measurement). ``actor_fixed_s``,
 ``actor_update_fixed_s``, ``actor_row_tokens`` and ``step_other_s``: the actor's
-fixed cost per logprob pass and per update, tokens per row and a step's other work (``actor_cost``; not counted, or the
-fullest turn's tokens, without a measurement). ``train_tflops``: the update's
+fixed cost per logprob pass and per update, tokens per row and a step's other
+work (``actor_cost``; not counted, or the fullest turn's tokens, without a
+measurement). ``train_tflops``: the update's
 achieved TFLOP/s per GPU, counted as the step model counts FLOPs (for any model:
 it replaces ``--train-tflops`` where the actor's tokens/s are not measured).
 

@@ -140,7 +140,7 @@ def rates_of(
     steps_path: Path,
     actor_gpus: int,
     context: dict[str, Any],
-    update_passes: int = 3,
+    update_passes: int,
 ) -> dict[str, Any]:
     """The ``rates`` section (``None`` where its phase did not run). The actor's
     rates are its passes' per-token parts once the fixed part is fitted from the

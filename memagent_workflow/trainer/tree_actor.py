@@ -131,7 +131,7 @@ class SharesPrefixes:
         if one is None:  # AReaL's update, told the batch is one mini-batch
             one = PPOActor(dataclasses.replace(self.config, ppo_n_minibatches=1), self)
             self._one_minibatch = one
-        if getattr(self.config, "tree_minibatches", "groups") == "dealt":
+        if self.config.tree_minibatches == "dealt":
             cuts = dealt_minibatches(batch["attention_mask"].shape[0], n)
         else:
             cuts = contiguous_minibatches(batch, n)

@@ -67,7 +67,7 @@ def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
         tmp_path / "e.jsonl",
         [("train", "server bench", 9.0, BENCH), *STEP, *STEP],
     )
-    rates = report.rates_of(events, steps, actor_gpus=4, context={"model": "m"})
+    rates = report.rates_of(events, steps, actor_gpus=4, context={"model": "m"}, update_passes=3)
     assert rates["decode_tokens_per_s"] == 30.0  # the servers' mean
     assert rates["prefill_tokens_per_s"] == 20000.0
     # 80,000 trained tokens (96,000 less 16,000 skipped) on 4 GPUs
@@ -87,7 +87,7 @@ def test_the_repeated_logprob_pass_fits_each_passs_fixed_cost(tmp_path, steps):
     assert report.DOUBLED == "logprob pass x16"
     repeated = ("train", report.DOUBLED, 19.0, {})
     events = write_events(tmp_path / "e.jsonl", [*STEP, *STEP, repeated])
-    rates = report.rates_of(events, steps, actor_gpus=4, context={})
+    rates = report.rates_of(events, steps, actor_gpus=4, context={}, update_passes=3)
     assert rates["actor_fixed_s"] == pytest.approx(3.0)
     assert rates["actor_train_tokens_per_s"] == pytest.approx(80000 / (3.0 * 4))
     assert rates["actor_update_fixed_s"] == pytest.approx(7.0)
@@ -106,7 +106,7 @@ def test_fewer_rows_than_actor_ranks_are_warned(steps):
 
 def test_a_phase_that_did_not_run_leaves_its_rate_null(tmp_path, steps):
     events = write_events(tmp_path / "e.jsonl", STEP)  # one step, no bench
-    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    rates = report.rates_of(events, steps, actor_gpus=1, context={}, update_passes=3)
     assert {k: rates[k] for k in report.RATE_UNITS} == dict.fromkeys(report.RATE_UNITS)
     text = report.table(report.phase_rows(events), rates, [], None)
     assert all(f"{k}: not measured" in text for k in report.RATE_UNITS)
@@ -119,7 +119,7 @@ def test_the_reference_pass_stands_for_the_logprob_rate_without_a_proximal_one(
         ("train", "ref logprob pass", 5.0, {})
     ]
     events = write_events(tmp_path / "e.jsonl", [*step, *step])
-    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    rates = report.rates_of(events, steps, actor_gpus=1, context={}, update_passes=3)
     assert rates["actor_logp_tokens_per_s"] == 80000 / 5.0
 
 
@@ -143,7 +143,7 @@ def test_the_smokes_json_is_what_the_preflight_reads(tmp_path, steps):
         tmp_path / "e.jsonl", [("train", "server bench", 9.0, BENCH), *STEP, *STEP]
     )
     context = {"model": "Qwen/Qwen2.5-7B-Instruct", "device": "H100", "at": "now"}
-    rates = report.rates_of(events, steps, actor_gpus=4, context=context)
+    rates = report.rates_of(events, steps, actor_gpus=4, context=context, update_passes=3)
     path = tmp_path / "smoke.json"
     report.write_json(path, {"phases": report.phase_rows(events), "rates": rates})
     measured = read_measured(path)
@@ -262,5 +262,5 @@ def test_the_weight_update_rate_is_the_slower_of_steps_1_and_2(tmp_path, steps):
     fast = [("train", "weight update", 0.07, {}) if e[1] == "weight update" else e
             for e in STEP]  # fmt: skip
     events = write_events(tmp_path / "e.jsonl", [*STEP, *fast])
-    rates = report.rates_of(events, steps, actor_gpus=1, context={})
+    rates = report.rates_of(events, steps, actor_gpus=1, context={}, update_passes=3)
     assert rates["weight_update_s"] == pytest.approx(6.0)  # step 1's, not step 2's
