@@ -67,7 +67,9 @@ def test_rates_come_from_the_second_step_and_the_bench(tmp_path, steps):
         tmp_path / "e.jsonl",
         [("train", "server bench", 9.0, BENCH), *STEP, *STEP],
     )
-    rates = report.rates_of(events, steps, actor_gpus=4, context={"model": "m"}, update_passes=3)
+    rates = report.rates_of(
+        events, steps, actor_gpus=4, context={"model": "m"}, update_passes=3
+    )
     assert rates["decode_tokens_per_s"] == 30.0  # the servers' mean
     assert rates["prefill_tokens_per_s"] == 20000.0
     # 80,000 trained tokens (96,000 less 16,000 skipped) on 4 GPUs
@@ -143,7 +145,9 @@ def test_the_smokes_json_is_what_the_preflight_reads(tmp_path, steps):
         tmp_path / "e.jsonl", [("train", "server bench", 9.0, BENCH), *STEP, *STEP]
     )
     context = {"model": "Qwen/Qwen2.5-7B-Instruct", "device": "H100", "at": "now"}
-    rates = report.rates_of(events, steps, actor_gpus=4, context=context, update_passes=3)
+    rates = report.rates_of(
+        events, steps, actor_gpus=4, context=context, update_passes=3
+    )
     path = tmp_path / "smoke.json"
     report.write_json(path, {"phases": report.phase_rows(events), "rates": rates})
     measured = read_measured(path)
