@@ -53,7 +53,12 @@ def test_the_cpu_config_resolves_against_the_current_directory(tmp_path, monkeyp
     model = str(cpu / "needle_model")
     assert config.actor.path == config.tokenizer_path == model
     assert config.sglang.model_path == config.rollout.tokenizer_path == model
-    assert config.train_dataset.path == str(cpu / "data" / "train.jsonl")
+    # a file per size: a longer run never reuses the main job's 640 questions
+    assert config.train_dataset.path == str(cpu / "data" / "train_640.jsonl")
+    longer = load_cpu_config(
+        ["--config", str(ROOT / "config_cpu.yaml"), "standin.synthetic_train=960"]
+    )
+    assert longer.train_dataset.path == str(cpu / "data" / "train_960.jsonl")
     assert config.valid_dataset.path == str(cpu / "data" / "valid.jsonl")
     assert config.cluster.name_resolve.nfs_record_root == str(cpu / "name_resolve")
     assert config.memagent.prompts == str(tmp_path / "prompts" / "needle.yaml")
