@@ -340,6 +340,9 @@ def test_relative_paths_mean_the_directory_of_the_command(run):
     # workers (Ray's run elsewhere) wrote and read them under the clone's root.
     root = run.out / "outputs" / "cpu"
     assert run.checkpoint.is_relative_to(root / "areal" / "checkpoints")
-    assert (root / "data" / "train.jsonl").is_file()
+    train = re.search(r"train_dataset\.path=(\S+\.jsonl)", run.log)
+    assert train, run.log[-3000:]
+    assert Path(train.group(1)).parent == root / "data"  # train_{size}.jsonl
+    assert Path(train.group(1)).is_file()
     assert (root / "name_resolve").is_dir()
     assert f"actor.path={root / 'needle_model'}" in run.log
