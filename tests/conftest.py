@@ -23,7 +23,7 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 
 from tests.fresh_home import use_fresh_home  # noqa: E402
-from tests.runs_alone import file_lock  # noqa: E402
+from tests.runs_alone import file_lock, wants_alone  # noqa: E402
 from tests.tiers import FULL_COMMAND, FULL_TIER, left_out, start_order  # noqa: E402
 
 # Every test process (and all it starts) sees a new user's machine: no
@@ -56,7 +56,7 @@ def shared_dir(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
 def runs_alone(request: pytest.FixtureRequest, tmp_path_factory) -> Iterator[None]:
     """A file that sets ``RUNS_ALONE = True`` (one that compares timings) runs
     with no other file of the run in flight; the others share (tests/runs_alone.py)."""
-    alone = bool(getattr(request.module, "RUNS_ALONE", False))
+    alone = wants_alone(request.module)
     with file_lock(shared_dir(tmp_path_factory, "runs_alone"), alone):
         yield
 
@@ -158,9 +158,7 @@ def pytest_collection_modifyitems(
         if "needle_model_dir" in getattr(item, "fixturenames", ())
     }
     alone = frozenset(
-        item.path.name
-        for item in items
-        if getattr(getattr(item, "module", None), "RUNS_ALONE", False)
+        item.path.name for item in items if wants_alone(getattr(item, "module", None))
     )
     order = start_order([f for f in files if f not in dropped], users, alone)
     rank = {name: i for i, name in enumerate(order)}

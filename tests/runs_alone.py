@@ -19,6 +19,12 @@ import contextlib
 import fcntl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+
+def wants_alone(module: Any) -> bool:
+    """Whether a test module runs alone (it sets ``RUNS_ALONE = True``)."""
+    return bool(getattr(module, "RUNS_ALONE", False))
 
 
 @contextlib.contextmanager

@@ -70,7 +70,7 @@ def restore_interrupted_dump(config: RecoverConfig) -> str | None:
     prevs = [_with_prev(d) for d in dirs if _with_prev(d).exists()]
     if not prevs:
         return None
-    if (info / COMMITTED).is_file() or not (_with_prev(info) / COMMITTED).is_file():
+    if _complete(info) != _with_prev(info):
         # Either the new checkpoint is complete (only the old one's removal was
         # cut short) or there is no complete old one to go back to.
         for p in prevs:
@@ -89,14 +89,19 @@ def restore_interrupted_dump(config: RecoverConfig) -> str | None:
     return message
 
 
+def _complete(info: Path) -> Path | None:
+    """The ``recover_info`` folder a rerun resumes from: ``info`` when complete,
+    else the complete one set aside beside it (None: a fresh start)."""
+    return next(
+        (f for f in (info, _with_prev(info)) if (f / COMMITTED).is_file()), None
+    )
+
+
 def resumable_step(info: Path) -> int | None:
     """The global step a rerun resumes after, read from the ``recover_info``
-    folder ``info``: its complete checkpoint's, or, when the last write was cut
-    short, the complete one set aside beside it (`restore_interrupted_dump`)."""
-    for folder in (info, _with_prev(info)):
-        if (folder / COMMITTED).is_file():
-            return _committed_step(folder)
-    return None
+    folder ``info`` as `restore_interrupted_dump` will leave it."""
+    folder = _complete(info)
+    return None if folder is None else _committed_step(folder)
 
 
 def _committed_step(info: Path) -> int | None:

@@ -71,9 +71,9 @@ def info_dir(tmp_path):
 
 
 def checkpoint(tmp_path):
-    info_dir = RecoverHandler.recover_info_path("e", "t", str(tmp_path))
-    step = RecoverInfo.load(info_dir).last_step_info.global_step
-    ckpt = os.path.join(os.path.dirname(info_dir), "default", "recover_checkpoint")
+    info = info_dir(tmp_path)
+    step = RecoverInfo.load(str(info)).last_step_info.global_step
+    ckpt = info.parent / "default" / "recover_checkpoint"
     files = {n: open(os.path.join(ckpt, n)).read() for n in sorted(os.listdir(ckpt))}
     return step, files
 
