@@ -42,8 +42,12 @@ class MemAgentActorConfig(PPOActorConfig):
             "whole groups (the paper's mini-batch: a turn's shared prefix computed "
             "once); 'dealt', every n-th row (each group in every mini-batch, as "
             "AReaL's packed split spreads it; a prefix computed once per "
-            "mini-batch, so only for a few mini-batches: docs/tree-training.md).",
-            "choices": ["groups", "dealt"],
+            "mini-batch, so only for a few mini-batches); 'runs', each group cut "
+            "into ppo_n_minibatches runs of rows sharing a prefix and the runs "
+            "dealt (each group in every mini-batch, a turn's prefix computed once "
+            "while a group has no more turns than mini-batches): "
+            "docs/tree-training.md.",
+            "choices": ["groups", "dealt", "runs"],
         },
     )
 
@@ -53,9 +57,9 @@ class MemAgentActorConfig(PPOActorConfig):
             raise ValueError(
                 f"actor.kl_loss_coef must be >= 0, got {self.kl_loss_coef}"
             )
-        if self.tree_minibatches not in ("groups", "dealt"):
+        if self.tree_minibatches not in ("groups", "dealt", "runs"):
             raise ValueError(
-                "actor.tree_minibatches must be 'groups' or 'dealt', got "
+                "actor.tree_minibatches must be 'groups', 'dealt' or 'runs', got "
                 f"{self.tree_minibatches!r}"
             )
         if not self.kl_loss_clamp > 0:  # 0 would zero the term, silently

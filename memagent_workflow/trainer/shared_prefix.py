@@ -19,7 +19,9 @@ and AReaL's controller partitions the list of dicts, never a dict's rows.
 depth-first order), so rows sharing a prefix are adjacent and first fit packs
 them together; `contiguous_minibatches` cuts the ordered rows into mini-batches
 of about equal tokens at the boundaries where neighbours share least (whole
-groups), `dealt_minibatches` deals them in turn (every group in every one).
+groups), `dealt_minibatches` deals them in turn (every group in every one), and
+`dealt_runs` cuts each group into runs where its rows share least and deals the
+runs (every group in every one, a run's shared prefix computed once).
 """
 
 from __future__ import annotations
@@ -61,9 +63,11 @@ def inverse(order: list[int]) -> list[int]:
     return back
 
 
-def contiguous_minibatches(data: dict[str, Any], n: int) -> list[list[int]]:
+def contiguous_minibatches(
+    data: dict[str, Any], n: int, slack: float = 0.25
+) -> list[list[int]]:
     """``n`` runs of consecutive rows (``n`` capped by the row count) of about
-    equal tokens; each cut sits, within a quarter of a run's size of its ideal
+    equal tokens; each cut sits, within ``slack`` of a run's size of its ideal
     place, where a row shares the shortest prefix with the row before it."""
     rows = row_tokens(data)
     n = max(1, min(n, len(rows)))
@@ -75,10 +79,10 @@ def contiguous_minibatches(data: dict[str, Any], n: int) -> list[list[int]]:
         before.append(before[-1] + k)
     for j in range(1, n):
         ideal = total * j / n
-        slack = total / n / 4
+        room = total / n * slack
         first = starts[-1] + 1
         last = len(rows) - (n - j)
-        cands = [i for i in range(first, last + 1) if abs(before[i] - ideal) <= slack]
+        cands = [i for i in range(first, last + 1) if abs(before[i] - ideal) <= room]
         if not cands:  # no boundary near: the nearest one
             cands = [min(range(first, last + 1), key=lambda i: abs(before[i] - ideal))]
         best = min(
@@ -96,3 +100,22 @@ def dealt_minibatches(rows: int, n: int) -> list[list[int]]:
     in every mini-batch, as AReaL's packed split spreads a group."""
     n = max(1, min(n, rows))
     return [list(range(k, rows, n)) for k in range(n)]
+
+
+def dealt_runs(groups: list[dict[str, Any]], n: int) -> list[list[int]]:
+    """``n`` mini-batches of the groups' rows (each group's rows in trie order,
+    the groups one after another, as `concat_batch` joins them): each group is
+    cut into ``n`` runs of consecutive rows where neighbours share least
+    (`contiguous_minibatches`, within half a run of equal tokens: a turn kept
+    whole before the sizes even), and run ``k`` of group ``g`` joins mini-batch
+    ``(g + k) % n``. Every group with ``n`` rows or more is in every mini-batch,
+    and a run of rows sharing a prefix (a turn's) stays whole when a group has
+    at most ``n`` such runs."""
+    n = max(1, n)
+    out: list[list[int]] = [[] for _ in range(n)]
+    start = 0
+    for g, group in enumerate(groups):
+        for k, run in enumerate(contiguous_minibatches(group, n, slack=0.5)):
+            out[(g + k) % n].extend(start + i for i in run)
+        start += group["attention_mask"].shape[0]
+    return [rows for rows in out if rows]

@@ -13,7 +13,9 @@ class) makes rows that share a prefix meet in one trie
   length, would scatter a group's turn over all of them): by default runs of
   consecutive rows cut where neighbours share least, whole groups as the
   paper's mini-batches; with ``actor.tree_minibatches: dealt``, the rows dealt
-  in turn, each group in every mini-batch as AReaL's packed split has it. Each
+  in turn, each group in every mini-batch as AReaL's packed split has it; with
+  ``runs``, each group cut into runs of rows sharing a prefix and the runs
+  dealt, each group in every mini-batch and a turn's prefix computed once. Each
   runs AReaL's update (``PPOActor._ppo_update``) as one mini-batch, so the
   loss, its proximal term, the KL loss and LoRA are AReaL's and the project's
   as ever.
@@ -36,6 +38,7 @@ from areal.utils.data import concat_batch
 from memagent_workflow.trainer.shared_prefix import (
     contiguous_minibatches,
     dealt_minibatches,
+    dealt_runs,
     inverse,
     take_rows,
     trie_order,
@@ -125,7 +128,8 @@ class SharesPrefixes:
     def _tree_update(self, data: list[dict[str, Any]]) -> None:
         from areal.trainer.ppo.actor import PPOActor
 
-        batch, _ = concat_batch([take_rows(d, trie_order(d)) for d in data])
+        groups = [take_rows(d, trie_order(d)) for d in data]
+        batch, _ = concat_batch(groups)
         n = self.config.ppo_n_minibatches
         one = getattr(self, "_one_minibatch", None)
         if one is None:  # AReaL's update, told the batch is one mini-batch
@@ -133,6 +137,8 @@ class SharesPrefixes:
             self._one_minibatch = one
         if self.config.tree_minibatches == "dealt":
             cuts = dealt_minibatches(batch["attention_mask"].shape[0], n)
+        elif self.config.tree_minibatches == "runs":
+            cuts = dealt_runs(groups, n)
         else:
             cuts = contiguous_minibatches(batch, n)
         with stats_tracker.scope("ppo_actor"):

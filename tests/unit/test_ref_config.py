@@ -66,8 +66,11 @@ def test_a_clamp_that_would_zero_the_kl_loss_is_refused(tmp_path, clamp):
 
 
 def test_an_unknown_way_to_cut_the_tries_minibatches_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="actor.tree_minibatches must be 'groups'"):
+    with pytest.raises(
+        ValueError, match="actor.tree_minibatches must be .groups., .dealt. or .runs."
+    ):
         load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=halves")
     assert load(tmp_path, "config.yaml").actor.tree_minibatches == "groups"
-    cfg = load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=dealt")
-    assert cfg.actor.tree_minibatches == "dealt"
+    for cut in ("dealt", "runs"):
+        cfg = load(tmp_path, "config_cpu.yaml", f"actor.tree_minibatches={cut}")
+        assert cfg.actor.tree_minibatches == cut

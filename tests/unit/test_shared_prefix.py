@@ -19,6 +19,7 @@ from memagent_workflow.rows import trie_tokens
 from memagent_workflow.trainer.shared_prefix import (
     contiguous_minibatches,
     dealt_minibatches,
+    dealt_runs,
     inverse,
     row_tokens,
     take_rows,
@@ -136,3 +137,45 @@ def test_a_groups_shared_prompt_tokens_are_what_one_trie_saves():
 
     turns = [turn([1, 2, 3, 4]), turn([1, 2, 3, 5]), turn([1, 7])]
     assert shared_prompt_tokens(turns) == (10, 3 + 1)  # [1,2,3] again, [1] again
+
+
+def test_dealt_runs_put_every_group_in_each_minibatch_and_keep_a_turn_whole():
+    # actor.tree_minibatches: runs: each group cut where its rows share least
+    # (between turns, in the section-first order) and its runs dealt, so every
+    # group is in every mini-batch as with dealt rows, while a turn's prefix is
+    # still computed once (dealt rows compute it once per mini-batch).
+    groups, orders = [], []
+    for seed in range(3):
+        data = group_batch(SHAPE, "section_first", seed=seed)
+        orders.append(trie_order(data))
+        groups.append(take_rows(data, orders[-1]))
+    size = len(orders[0])
+    runs = dealt_runs(groups, 2)
+    assert sorted(i for mb in runs for i in mb) == list(range(3 * size))
+    for rows in runs:
+        assert {r // size for r in rows} == {0, 1, 2}  # every group in each
+    for g, order in enumerate(orders):
+        turns: dict[int, set[int]] = {}
+        for mb, rows in enumerate(runs):
+            for r in rows:
+                turn = turn_of(order[r % size])
+                if r // size == g and turn < SHAPE.turns:  # final rows share no section
+                    turns.setdefault(turn, set()).add(mb)
+        assert all(len(s) == 1 for s in turns.values()), (g, turns)
+
+    def tokens(cuts: list[list[int]]) -> int:  # each group's part of each cut a trie
+        total = 0
+        for rows in cuts:
+            for g, group in enumerate(groups):
+                part = [r % size for r in rows if r // size == g]
+                total += trie_tokens(row_tokens(take_rows(group, part))) if part else 0
+        return total
+
+    whole = sum(trie_tokens(row_tokens(d)) for d in groups)
+    dealt = [
+        [g * size + r for g in range(3) for r in rows]
+        for rows in dealt_minibatches(size, 2)
+    ]
+    # runs: the instruction again per group and mini-batch, no section again
+    assert tokens(runs) <= whole + 3 * 2 * SHAPE.instruction < tokens(dealt)
+    assert dealt_runs(groups[:1], 1) == [list(range(size))]
