@@ -8,6 +8,11 @@ padded to ``max_tokens_per_mb``, as ``pad_to_maximum`` requires) and as its pack
 path does (every row token once). At ``config.yaml``'s 16,384 and at a size
 that holds a group's section-first turn as one trie.
 
+Mini-batch cuts: the share of packed a group's tries hold (before padding)
+when ``actor.tree_minibatches`` cuts the update into ``config.yaml``'s 16
+mini-batches and the CPU job's 2 (``groups``: a group in one; ``dealt``,
+``runs``: in every one, each part its own trie).
+
 Wall time: the project's actor (`StandinPPOActor`, a tiny model, CPU, eager
 FlexAttention) runs one PPO update (its forward and backward) on one group at
 the shapes divided by ``--scale`` (tokens computed counted by the actor itself).
@@ -33,7 +38,14 @@ os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 import torch  # noqa: E402
 
 from bench.tree_rows import ORDERS, Shape, group_batch, paper_shape
-from memagent_workflow.trainer.shared_prefix import take_rows, trie_order
+from memagent_workflow.rows import trie_tokens
+from memagent_workflow.trainer.shared_prefix import (
+    dealt_minibatches,
+    dealt_runs,
+    row_tokens,
+    take_rows,
+    trie_order,
+)
 
 OUT = Path(__file__).parent / "results" / "tree_training.json"
 MODES = ("packed", *(f"tree+{o}" for o in ORDERS))
@@ -73,6 +85,27 @@ def token_table(shape: Shape, sizes: list[int]) -> list[dict]:
             table.append({"max_tokens_per_mb": size, "mode": mode, **c,
                           "of_packed": round(c["computed"] / base, 3),
                           "tries_of_packed": round(c["trie_tokens"] / base, 3)})  # fmt: skip
+    return table
+
+
+def cut_table(shape: Shape, minibatches: list[int]) -> list[dict]:
+    """Each order and ``actor.tree_minibatches`` cut: the tokens of one group's
+    part of each mini-batch as one trie, as a share of its row tokens."""
+    table = []
+    for order in ORDERS:
+        data = group_batch(shape, order)
+        data = take_rows(data, trie_order(data))
+        rows = int(data["attention_mask"].sum())
+        for n in minibatches:
+            size = data["attention_mask"].shape[0]
+            for cut, parts in (
+                ("groups", [list(range(size))]),
+                ("dealt", dealt_minibatches(size, n)),
+                ("runs", dealt_runs([data], n)),
+            ):
+                held = sum(trie_tokens(row_tokens(take_rows(data, p))) for p in parts)
+                table.append({"order": order, "ppo_n_minibatches": n, "cut": cut,
+                              "tries_of_packed": round(held / rows, 3)})  # fmt: skip
     return table
 
 
@@ -142,6 +175,11 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {r['max_tokens_per_mb']:>6} {r['mode']:<20} {r['computed']:>9} "
               f"({r['of_packed']:.0%} of packed, {r['tries']} tries holding "
               f"{r['tries_of_packed']:.0%} before padding)")  # fmt: skip
+    cuts = cut_table(paper, [16, 2])
+    print("one group's tries (before padding) by mini-batch cut", flush=True)
+    for r in cuts:
+        print(f"  {r['order']:<14} {r['ppo_n_minibatches']:>2} mini-batches "
+              f"{r['cut']:<7} {r['tries_of_packed']:.0%} of packed")  # fmt: skip
     small = scaled(paper, args.scale)
     small_sizes = [-(-s // args.scale // BLOCK) * BLOCK for s in sizes]
     print(f"one PPO update of one group at 1/{args.scale} of the shapes", flush=True)
@@ -150,7 +188,7 @@ def main(argv: list[str] | None = None) -> dict:
     builds = Path(os.environ.get("MEMAGENT_TEST_BUILDS", "outputs/bench"))
     model = build_tiny_model(builds / "tiny_model", seed=0)
     walls = wall_table(replace(small, vocab=200), small_sizes, model)
-    result = {"paper_shape": asdict(paper), "tokens": tokens, "wall_shape":
+    result = {"paper_shape": asdict(paper), "tokens": tokens, "cuts": cuts, "wall_shape":
               asdict(small), "wall": walls, "scale": args.scale}  # fmt: skip
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

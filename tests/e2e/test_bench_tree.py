@@ -24,3 +24,17 @@ def test_the_three_modes_side_by_side(tmp_path):
     for r in result["tokens"]:  # padding only adds: the tries hold no more
         assert r["trie_tokens"] <= r["computed"]
         assert r["trie_tokens"] < r["rows"] or r["mode"] == "packed"
+    cuts = {(r["order"], r["ppo_n_minibatches"], r["cut"]): r for r in result["cuts"]}
+    for order, n, _ in cuts:  # whole groups share most, dealt rows least
+        share = {
+            c: cuts[order, n, c]["tries_of_packed"] for c in ("groups", "runs", "dealt")
+        }
+        assert share["groups"] <= share["runs"] <= share["dealt"] <= 1, (
+            order,
+            n,
+            share,
+        )
+    assert (
+        cuts["section_first", 2, "runs"]["tries_of_packed"]
+        < cuts["section_first", 2, "dealt"]["tries_of_packed"]
+    )
