@@ -71,6 +71,8 @@ def test_an_unknown_way_to_cut_the_tries_minibatches_is_refused(tmp_path):
     ):
         load(tmp_path, "config_cpu.yaml", "actor.tree_minibatches=halves")
     assert load(tmp_path, "config.yaml").actor.tree_minibatches == "groups"
+    # the CPU job's two updates: dealt learned as packed where whole groups stalled
+    assert load(tmp_path, "config_cpu.yaml").actor.tree_minibatches == "dealt"
     for cut in ("dealt", "runs"):
         cfg = load(tmp_path, "config_cpu.yaml", f"actor.tree_minibatches={cut}")
         assert cfg.actor.tree_minibatches == cut
