@@ -11,7 +11,11 @@ size ``G``; per turn of a group, with the turn's fullest row (``TurnBudget``):
 * the final turn: the template.
 
 A turn whose trie outgrows ``actor.mb_spec.max_tokens_per_mb`` is split into
-tries of ``n`` branches each, every one holding the shared part again. Padding
+tries of ``n`` branches each, every one holding the shared part again. So is a
+turn that ``actor.tree_minibatches`` cuts over the update's
+``ppo_n_minibatches`` (`turn_parts`): ``dealt`` puts part of every turn in each
+mini-batch, ``runs`` a turn in two or more only when a group has fewer turns
+than there are mini-batches. Padding
 each trie up to ``max_tokens_per_mb`` is not counted here (bench/results.md
 measures it): a run's own share (``actor_tokens_computed`` over
 ``actor_tokens_rows`` in its ``steps.jsonl``) given as ``rates.tree_token_share``
@@ -41,6 +45,24 @@ def turn_tokens(shared: int, branch: int, group: int, mb: int | None) -> int:
     return tries * shared + group * branch
 
 
+def turn_parts(cut: str, minibatches: int, group: int, turns: int) -> int:
+    """Into how many mini-batches a group's rows of one turn go."""
+    if cut == "dealt":
+        return max(1, min(minibatches, group))
+    if cut == "runs" and minibatches > turns:
+        return min(group, -(-minibatches // turns))
+    return 1
+
+
+def split_turn_tokens(
+    shared: int, branch: int, group: int, mb: int | None, parts: int
+) -> int:
+    """Tokens of one group's turn cut into ``parts`` mini-batches (as even as
+    rows allow), each part its own tries."""
+    sizes = [group // parts + (i < group % parts) for i in range(parts)]
+    return sum(turn_tokens(shared, branch, n, mb) for n in sizes if n)
+
+
 def token_share(run: Run, order: str) -> float | None:
     """Tree tokens over packed tokens for one episode's turns, in ``order``."""
     from memagent_workflow.preflight.budgets import turns_per_episode
@@ -52,11 +74,15 @@ def token_share(run: Run, order: str) -> float | None:
     (update, final), _ = turn_budgets_of(run)
     cfg = run.config
     g, mb = cfg.memagent.group_size, cfg.actor.mb_spec.max_tokens_per_mb
+    cut = getattr(cfg.actor, "tree_minibatches", "groups")
+    parts = turn_parts(cut, cfg.actor.ppo_n_minibatches, g, turns)
     row, head = update.total, update.template
     later = head + update.chunk if order == "section_first" else head
-    tree = turn_tokens(row - update.new, update.new, g, mb)  # turn 1
-    tree += (turns - 2) * turn_tokens(later, row - later, g, mb)
-    tree += turn_tokens(final.template, final.total - final.template, g, mb)
+    tree = split_turn_tokens(row - update.new, update.new, g, mb, parts)  # turn 1
+    tree += (turns - 2) * split_turn_tokens(later, row - later, g, mb, parts)
+    tree += split_turn_tokens(
+        final.template, final.total - final.template, g, mb, parts
+    )
     packed = g * ((turns - 1) * row + final.total)
     return tree / packed
 

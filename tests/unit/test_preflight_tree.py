@@ -6,7 +6,10 @@ test_preflight_projection.py): a memory turn's row is memory 3 + chunk 6 + new
 group's episode turns packed: 8 x (12 + 12 + 7) = 248 tokens. As tries:
 turn 1 shares its 9 prompt tokens (every memory the initial one): 9 + 8 x 3 = 33;
 turn 2 shares the section first (6): 6 + 8 x 6 = 54, in the paper's order
-nothing: 8 x 12 = 96; the final turn shares nothing: 8 x 7 = 56.
+nothing: 8 x 12 = 96; the final turn shares nothing: 8 x 7 = 56. Those are whole
+groups (``actor.tree_minibatches=groups``); dealt over the 2 mini-batches each
+turn is two tries of 4 rows: turn 1 2 x (9 + 4 x 3) = 42, turn 2 (section first)
+2 x (6 + 4 x 6) = 60.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from tests.unit.test_preflight_projection import measured
 
 SECTION = (33 + 54 + 56) / 248
 PAPER = (33 + 96 + 56) / 248
+SECTION_DEALT = (42 + 60 + 56) / 248
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +36,7 @@ def cfg():
     return load(
         "config_cpu.yaml",
         "memagent.max_chunks=2",
+        "actor.tree_minibatches=groups",
         "tokenizer_path=/nonexistent/tokenizer",
         "actor.path=/nonexistent/model",
     )
@@ -49,6 +54,22 @@ def test_the_share_follows_the_prompt_order_and_the_group(cfg):
     assert token_share(run, "memory_first") == pytest.approx(PAPER)
     bigger = run_of(changed(cfg, memagent__group_size=16))
     assert token_share(bigger, "section_first") < SECTION  # more episodes share
+
+
+def test_the_share_follows_the_minibatch_cut(cfg):
+    def share(cut: str, minibatches: int = 2) -> float:
+        run = run_of(
+            changed(
+                cfg, actor__tree_minibatches=cut, actor__ppo_n_minibatches=minibatches
+            )
+        )
+        return token_share(run, "section_first")
+
+    assert share("dealt") == pytest.approx(SECTION_DEALT)
+    assert share("runs") == pytest.approx(SECTION)  # 3 turns, 2 mini-batches: whole
+    assert share("runs", 4) == pytest.approx(SECTION_DEALT)  # a turn in 2 of the 4
+    assert share("dealt", 8) == pytest.approx(1.0)  # one row of a turn per mini-batch
+    assert share("groups", 8) == pytest.approx(SECTION)
 
 
 def test_the_actor_computes_the_share_with_tree_training_on(cfg, tmp_path):
