@@ -4,6 +4,8 @@ with what a PPO update reads."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from areal.api.cli_args import MicroBatchSpec, OptimizerConfig
 
@@ -38,6 +40,23 @@ def actor_config(path: str, tree: bool) -> MemAgentActorConfig:
         recompute_logprob=True,
         use_decoupled_loss=True,
     )
+
+
+def built_actor(config: MemAgentActorConfig, seed: int = 0) -> Any:
+    """The project's actor (`standin.actor.StandinPPOActor`) on ``config``, its
+    process group made and its engine initialised; ``seed`` fixes what PEFT
+    draws (a LoRA adapter's lora_A). The caller calls ``destroy()``."""
+    from areal.api.io_struct import FinetuneSpec
+
+    from standin.actor import StandinPPOActor
+
+    torch.manual_seed(seed)
+    actor = StandinPPOActor(config)
+    actor.create_process_group()
+    actor.initialize(
+        None, FinetuneSpec(total_train_epochs=1, dataset_size=4, train_batch_size=2)
+    )
+    return actor
 
 
 def batch_of(shape: Shape, order: str) -> dict[str, torch.Tensor]:

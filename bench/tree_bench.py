@@ -111,13 +111,11 @@ def cut_table(shape: Shape, minibatches: list[int]) -> list[dict]:
 
 def wall_table(shape: Shape, sizes: list[int], model: Path) -> list[dict]:
     """One PPO update per mode and size on the tiny model: seconds, tokens."""
-    from bench.tree_actor_setup import actor_config, batch_of
-    from standin.actor import StandinPPOActor
+    from bench.tree_actor_setup import actor_config, batch_of, built_actor
     from standin.launch import find_free_port
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(find_free_port()),
                       RANK="0", LOCAL_RANK="0", WORLD_SIZE="1")  # fmt: skip
-    from areal.api.io_struct import FinetuneSpec
     from areal.utils import stats_tracker
 
     table = []
@@ -126,10 +124,7 @@ def wall_table(shape: Shape, sizes: list[int], model: Path) -> list[dict]:
             tree = mode != "packed"
             config = actor_config(str(model), tree)
             config.mb_spec = replace(config.mb_spec, max_tokens_per_mb=size)
-            actor = StandinPPOActor(config)
-            actor.create_process_group()
-            actor.initialize(None, FinetuneSpec(total_train_epochs=1, dataset_size=1,
-                                                train_batch_size=1))  # fmt: skip
+            actor = built_actor(config)
             order = "memory_first" if not tree else mode.removeprefix("tree+")
             data = batch_of(shape, order)
             batch = [dict(data)]

@@ -20,24 +20,14 @@ def test_paper_shaped_rows_give_the_same_numbers_on_tries(actors, order):
 def lora_actors(tiny_model_dir):
     """The two actors with a LoRA adapter each, drawn from one seed (PEFT draws
     lora_A at random; lora_B starts at 0)."""
-    import torch
-    from areal.api.io_struct import FinetuneSpec
-
-    from bench.tree_actor_setup import actor_config
-    from standin.actor import StandinPPOActor
+    from bench.tree_actor_setup import actor_config, built_actor
 
     built = []
     for tree in (False, True):
         config = actor_config(str(tiny_model_dir), tree)
         config.use_lora, config.lora_rank, config.lora_alpha = True, 4, 8
         config.target_modules = ["all-linear"]
-        torch.manual_seed(0)
-        actor = StandinPPOActor(config)
-        actor.create_process_group()
-        actor.initialize(
-            None, FinetuneSpec(total_train_epochs=1, dataset_size=4, train_batch_size=2)
-        )
-        built.append(actor)
+        built.append(built_actor(config))
     yield built
     for actor in built:
         actor.destroy()

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from areal.api.io_struct import FinetuneSpec
 from areal.utils import stats_tracker
 
-from bench.tree_actor_setup import actor_config, batch_of
+from bench.tree_actor_setup import actor_config, batch_of, built_actor
 from bench.tree_rows import Shape
 from memagent_workflow.trainer.tree_actor import STAT_COMPUTED, STAT_ROWS
 from standin.launch import find_free_port
@@ -34,8 +33,6 @@ CASES = [(NEEDLE, order) for order in ("memory_first", "section_first")]
 
 @pytest.fixture(scope="module")
 def actors(tiny_model_dir):
-    from standin.actor import StandinPPOActor
-
     env = pytest.MonkeyPatch()
     for key, value in dict(
         MASTER_ADDR="127.0.0.1",
@@ -45,14 +42,9 @@ def actors(tiny_model_dir):
         WORLD_SIZE="1",
     ).items():
         env.setenv(key, value)
-    built = []
-    for tree in (False, True):
-        actor = StandinPPOActor(actor_config(str(tiny_model_dir), tree))
-        actor.create_process_group()
-        actor.initialize(
-            None, FinetuneSpec(total_train_epochs=1, dataset_size=4, train_batch_size=2)
-        )
-        built.append(actor)
+    built = [
+        built_actor(actor_config(str(tiny_model_dir), tree)) for tree in (False, True)
+    ]
     yield built
     for actor in built:
         actor.destroy()
