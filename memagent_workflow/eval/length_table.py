@@ -36,10 +36,13 @@ def _summary_rows(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["lengths"]
 
 
-def accuracy_by_length(output_dir: str | os.PathLike) -> dict[int, float | None]:
-    """Sub-EM in [0, 1] per length N of an eval output folder's ``summary.json``."""
+def accuracy_by_length(
+    output_dir: str | os.PathLike, metric: str = "sub_em"
+) -> dict[int, float | None]:
+    """``metric`` (sub-EM, the table's; or ``em``, ``f1``) in [0, 1] per length N
+    of an eval output folder's ``summary.json``."""
     return {
-        int(row["length"]): None if row["sub_em"] is None else row["sub_em"] / 100
+        int(row["length"]): None if row[metric] is None else row[metric] / 100
         for row in _summary_rows(output_dir)
     }
 
