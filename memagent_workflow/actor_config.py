@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 from areal.api.cli_args import PPOActorConfig
 
+# actor.tree_minibatches: how the tree actor cuts its mini-batches (trainer/tree_actor.py)
+TREE_MINIBATCHES = ("groups", "dealt", "runs")
+
 
 @dataclass
 class MemAgentActorConfig(PPOActorConfig):
@@ -47,7 +50,7 @@ class MemAgentActorConfig(PPOActorConfig):
             "dealt (each group in every mini-batch, a turn's prefix computed once "
             "while a group has no more turns than mini-batches): "
             "docs/tree-training.md.",
-            "choices": ["groups", "dealt", "runs"],
+            "choices": list(TREE_MINIBATCHES),
         },
     )
 
@@ -57,7 +60,7 @@ class MemAgentActorConfig(PPOActorConfig):
             raise ValueError(
                 f"actor.kl_loss_coef must be >= 0, got {self.kl_loss_coef}"
             )
-        if self.tree_minibatches not in ("groups", "dealt", "runs"):
+        if self.tree_minibatches not in TREE_MINIBATCHES:
             raise ValueError(
                 "actor.tree_minibatches must be 'groups', 'dealt' or 'runs', got "
                 f"{self.tree_minibatches!r}"
