@@ -13,12 +13,15 @@ from bench.tree_rows import Shape, group_batch
 from memagent_workflow.actor_config import MemAgentActorConfig
 
 
-def actor_config(path: str, tree: bool) -> MemAgentActorConfig:
-    """A one-process actor on the tiny model: tries when ``tree``, else packed rows;
-    lr 0, so an update leaves the weights as they were."""
+def actor_config(
+    path: str, tree: bool, padding: str = "block"
+) -> MemAgentActorConfig:
+    """A one-process actor on the tiny model: tries when ``tree`` (padded as
+    ``actor.tree_padding=padding``), else packed rows; lr 0, so an update leaves
+    the weights as they were."""
     return MemAgentActorConfig(
         experiment_name="memagent-test",
-        trial_name="tree" if tree else "packed",
+        trial_name=f"tree-{padding}" if tree else "packed",
         path=path,
         backend="fsdp:d1",
         attn_impl="sdpa",
@@ -27,6 +30,7 @@ def actor_config(path: str, tree: bool) -> MemAgentActorConfig:
         mb_spec=MicroBatchSpec(max_tokens_per_mb=1024),
         pad_to_maximum=tree,  # AReaL's tree packing requires it
         enable_tree_training=tree,
+        tree_padding=padding,
         # lr 0: the update computes its gradients and leaves the weights as
         # they were, so every case starts from the same model
         optimizer=OptimizerConfig(

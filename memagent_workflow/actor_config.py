@@ -1,5 +1,5 @@
 """The actor's config: AReaL's `PPOActorConfig` plus the original MemAgent's KL
-loss and how tree training cuts its mini-batches.
+loss and how tree training cuts its mini-batches and pads its tries.
 
 It is the actor config itself (``actor:``) because under AReaL's single
 controller each worker builds its actor from that config alone
@@ -15,6 +15,8 @@ from areal.api.cli_args import PPOActorConfig
 
 # actor.tree_minibatches: how the tree actor cuts its mini-batches (trainer/tree_actor.py)
 TREE_MINIBATCHES = ("groups", "dealt", "runs")
+# actor.tree_padding: what each trie is padded to (trainer/trie_padding.py)
+TREE_PADDING = ("block", "maximum")
 
 
 @dataclass
@@ -54,6 +56,19 @@ class MemAgentActorConfig(PPOActorConfig):
         },
     )
 
+    tree_padding: str = field(
+        default="block",
+        metadata={
+            "help": "With enable_tree_training, what each trie is padded to: "
+            "'block', its own tokens rounded up to FlexAttention's block (128; "
+            "AReaL compiles flex_attention with dynamic shapes); 'maximum', "
+            "mb_spec.max_tokens_per_mb as AReaL pads it (one shape: for "
+            "AREAL_DISABLE_FLEX_ATTENTION_DYNAMIC=1, where each size compiles "
+            "anew). Padded positions are computed: docs/tree-training.md.",
+            "choices": list(TREE_PADDING),
+        },
+    )
+
     def __post_init__(self):
         super().__post_init__()
         if not self.kl_loss_coef >= 0:
@@ -64,6 +79,11 @@ class MemAgentActorConfig(PPOActorConfig):
             raise ValueError(
                 "actor.tree_minibatches must be 'groups', 'dealt' or 'runs', got "
                 f"{self.tree_minibatches!r}"
+            )
+        if self.tree_padding not in TREE_PADDING:
+            raise ValueError(
+                "actor.tree_padding must be 'block' or 'maximum', got "
+                f"{self.tree_padding!r}"
             )
         if not self.kl_loss_clamp > 0:  # 0 would zero the term, silently
             raise ValueError(

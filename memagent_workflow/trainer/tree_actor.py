@@ -24,11 +24,14 @@ Packed (tree training off) nothing changes but the counting: every step
 records ``memagent/actor_tokens_rows`` (the tokens of the rows the training
 pass trained on) and ``memagent/actor_tokens_computed`` (the tokens its
 micro-batches held, padding included: what its forward passes computed).
+With ``actor.tree_padding: block`` each trie is padded only to FlexAttention's
+block (`memagent_workflow.trainer.trie_padding`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import torch
@@ -43,6 +46,7 @@ from memagent_workflow.trainer.shared_prefix import (
     take_rows,
     trie_order,
 )
+from memagent_workflow.trainer.trie_padding import pad_to_block
 
 STAT_ROWS = "memagent/actor_tokens_rows"
 STAT_COMPUTED = "memagent/actor_tokens_computed"
@@ -147,7 +151,18 @@ class SharesPrefixes:
 
     def _prepare_mb_list(self, input_: dict[str, Any]) -> Any:
         mb_list = super()._prepare_mb_list(input_)
+        # ref: is AReaL's config, without the field: its tries go to the block
+        if self.tree and getattr(self.config, "tree_padding", "block") == "block":
+            pad_to_block(mb_list, self._block_align())
         if self._counts is not None:
             self._counts[0] += int(input_["attention_mask"].sum())
             self._counts[1] += mb_tokens(mb_list)
         return mb_list
+
+    def _block_align(self) -> int:
+        """The tries' alignment as AReaL checks it: FlexAttention's block, with
+        tensor and sequence parallelism their lcm."""
+        from areal.models.tree_attn.constants import BLOCK_SIZE
+
+        helper = self.parallel_helper
+        return math.lcm(BLOCK_SIZE, helper.tp_size * helper.sp_size)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.test_tree_training import PAPER, actors, same_numbers
+from tests.integration.test_tree_training import PADDINGS, PAPER, actors, same_numbers
 
 __all__ = ["actors"]  # the module's fixture, shared
 
@@ -18,13 +18,13 @@ def test_paper_shaped_rows_give_the_same_numbers_on_tries(actors, order):
 
 @pytest.fixture(scope="module")
 def lora_actors(tiny_model_dir):
-    """The two actors with a LoRA adapter each, drawn from one seed (PEFT draws
-    lora_A at random; lora_B starts at 0)."""
+    """The packed and the tree actors with a LoRA adapter each, drawn from one
+    seed (PEFT draws lora_A at random; lora_B starts at 0)."""
     from bench.tree_actor_setup import actor_config, built_actor
 
     built = []
-    for tree in (False, True):
-        config = actor_config(str(tiny_model_dir), tree)
+    for tree, padding in [(False, "block"), *((True, p) for p in PADDINGS)]:
+        config = actor_config(str(tiny_model_dir), tree, padding)
         config.use_lora, config.lora_rank, config.lora_alpha = True, 4, 8
         config.target_modules = ["all-linear"]
         built.append(built_actor(config))

@@ -29,6 +29,7 @@ NEEDLE = Shape(group=4, turns=2, instruction=6, chunk=8, memory=3, answer=2)
 PAPER = Shape(group=8, turns=3, instruction=18, chunk=60, memory=12, answer=12)
 # The paper-shaped rows run in the full tier (tests/e2e/test_tree_training_paper.py).
 CASES = [(NEEDLE, order) for order in ("memory_first", "section_first")]
+PADDINGS = ("block", "maximum")  # actor.tree_padding: the tries cut to 128, or 1,024
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +43,9 @@ def actors(tiny_model_dir):
         WORLD_SIZE="1",
     ).items():
         env.setenv(key, value)
-    built = [
-        built_actor(actor_config(str(tiny_model_dir), tree)) for tree in (False, True)
-    ]
+    path = str(tiny_model_dir)
+    built = [built_actor(actor_config(path, False))]
+    built += [built_actor(actor_config(path, True, pad)) for pad in PADDINGS]
     yield built
     for actor in built:
         actor.destroy()
@@ -88,9 +89,18 @@ def test_tree_and_packed_give_the_same_logprobs_loss_and_gradients(
 
 
 def same_numbers(actors, shape: Shape, order: str, data=None) -> None:
-    """One batch through both actors: log-probs, loss, KL loss, gradients, counts."""
-    packed, tree = actors
+    """One batch through the packed actor and each tree actor: log-probs, loss,
+    KL loss, gradients, counts."""
+    packed, *trees = actors
     data = batch_of(shape, order) if data is None else data
+    computed = [same_as_packed(packed, tree, data) for tree in trees]
+    # padded to the block, the tries computed fewer positions than to the maximum
+    assert computed[0] < computed[1]
+    assert computed[1] % 1024 == 0 and computed[0] % 128 == 0
+
+
+def same_as_packed(packed, tree, data: dict[str, torch.Tensor]) -> float:
+    """``tree``'s numbers are ``packed``'s; the positions its update computed."""
     mask = valid(data)
     a = packed.compute_logp([dict(data)])[0]
     b = tree.compute_logp([dict(data)])[0]
@@ -111,6 +121,7 @@ def same_numbers(actors, shape: Shape, order: str, data=None) -> None:
     rows = int(data["attention_mask"].sum())
     assert stat(stats_a, STAT_ROWS) == stat(stats_b, STAT_ROWS) == rows
     assert stat(stats_a, STAT_COMPUTED) >= rows
+    return stat(stats_b, STAT_COMPUTED)
 
 
 def test_identical_rows_each_count_as_packed(actors):

@@ -76,3 +76,12 @@ def test_an_unknown_way_to_cut_the_tries_minibatches_is_refused(tmp_path):
     for cut in ("dealt", "runs"):
         cfg = load(tmp_path, "config_cpu.yaml", f"actor.tree_minibatches={cut}")
         assert cfg.actor.tree_minibatches == cut
+
+
+def test_both_configs_pad_the_tries_to_the_block_and_take_the_maximum(tmp_path):
+    for path in ("config.yaml", "config_cpu.yaml"):
+        assert load(tmp_path, path).actor.tree_padding == "block"
+    cfg = load(tmp_path, "config.yaml", "actor.tree_padding=maximum")
+    assert cfg.actor.tree_padding == "maximum"
+    with pytest.raises(ValueError, match="actor.tree_padding must be 'block' or"):
+        load(tmp_path, "config.yaml", "actor.tree_padding=none")
