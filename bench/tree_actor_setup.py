@@ -13,9 +13,7 @@ from bench.tree_rows import Shape, group_batch
 from memagent_workflow.actor_config import MemAgentActorConfig
 
 
-def actor_config(
-    path: str, tree: bool, padding: str = "block"
-) -> MemAgentActorConfig:
+def actor_config(path: str, tree: bool, padding: str = "block") -> MemAgentActorConfig:
     """A one-process actor on the tiny model: tries when ``tree`` (padded as
     ``actor.tree_padding=padding``), else packed rows; lr 0, so an update leaves
     the weights as they were."""

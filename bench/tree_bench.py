@@ -4,8 +4,9 @@ Tokens: one GRPO group's rows at the paper's shapes (16 episodes, 5,000-token
 chunks, memory and answers 1,024, 8 memory turns + the final one;
 ``bench.tree_rows.paper_shape``), packed as AReaL's tree path packs them
 (``_greedy_build_tries``, first fit, rows in the actor's trie order; each trie
-padded to ``max_tokens_per_mb``, as ``pad_to_maximum`` requires) and as its packed
-path does (every row token once). At ``config.yaml``'s 16,384 and at a size
+padded to FlexAttention's block, ``actor.tree_padding: block``, and to
+``max_tokens_per_mb`` as AReaL pads it) and as its packed path does (every row
+token once). At ``config.yaml``'s 16,384 and at a size
 that holds a group's section-first turn as one trie.
 
 Mini-batch cuts: the share of packed a group's tries hold (before padding)
@@ -15,7 +16,8 @@ mini-batches and the CPU job's 2 (``groups``: a group in one; ``dealt``,
 
 Wall time: the project's actor (`StandinPPOActor`, a tiny model, CPU, eager
 FlexAttention) runs one PPO update (its forward and backward) on one group at
-the shapes divided by ``--scale`` (tokens computed counted by the actor itself).
+the shapes divided by ``--scale`` (tokens computed counted by the actor itself),
+the tries padded either way.
 
     uv run python -m bench.tree_bench            # ~5 minutes on 2 cores
     uv run python -m bench.tree_bench --smoke    # toy sizes (tests)
@@ -38,6 +40,7 @@ os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 import torch  # noqa: E402
 
 from bench.tree_rows import ORDERS, Shape, group_batch, paper_shape
+from memagent_workflow.actor_config import TREE_PADDING
 from memagent_workflow.rows import trie_tokens
 from memagent_workflow.trainer.shared_prefix import (
     dealt_minibatches,
@@ -49,6 +52,7 @@ from memagent_workflow.trainer.shared_prefix import (
 
 OUT = Path(__file__).parent / "results" / "tree_training.json"
 MODES = ("packed", *(f"tree+{o}" for o in ORDERS))
+PADDINGS = TREE_PADDING  # actor.tree_padding: "block", "maximum"
 BLOCK = 128  # FlexAttention's block: AReaL's tries are padded to a multiple
 
 
@@ -59,18 +63,23 @@ def turn_trie_size(shape: Shape) -> int:
 
 
 def count_tokens(shape: Shape, mode: str, max_tokens: int) -> dict[str, int]:
-    """Row tokens, the tokens one group's pass computes in ``mode`` (every trie
-    padded to ``max_tokens``) and the tries' own tokens (AReaL's
+    """Row tokens, the tokens one group's pass computes in ``mode`` (each trie
+    padded to FlexAttention's block, ``actor.tree_padding: block``; and to
+    ``max_tokens`` as AReaL pads it) and the tries' own tokens (AReaL's
     ``tree_token_ratio`` counts these: padding left out)."""
     from areal.models.tree_attn.tree import _greedy_build_tries
+
+    from memagent_workflow.trainer.trie_padding import block_size
 
     order = "memory_first" if mode == "packed" else mode.removeprefix("tree+")
     data = group_batch(shape, order)
     rows = int(data["attention_mask"].sum())
     if mode == "packed":
-        return {"rows": rows, "computed": rows, "trie_tokens": rows, "tries": 0}
+        return {"rows": rows, "computed": rows, "computed_maximum": rows,
+                "trie_tokens": rows, "tries": 0}  # fmt: skip
     tries, held = _greedy_build_tries(take_rows(data, trie_order(data)), max_tokens)
-    return {"rows": rows, "computed": len(tries) * max_tokens,
+    return {"rows": rows, "computed": sum(block_size(h, BLOCK) for h in held),
+            "computed_maximum": len(tries) * max_tokens,
             "trie_tokens": sum(held), "tries": len(tries)}  # fmt: skip
 
 
@@ -84,6 +93,7 @@ def token_table(shape: Shape, sizes: list[int]) -> list[dict]:
             base = base or c["computed"]
             table.append({"max_tokens_per_mb": size, "mode": mode, **c,
                           "of_packed": round(c["computed"] / base, 3),
+                          "of_packed_maximum": round(c["computed_maximum"] / base, 3),
                           "tries_of_packed": round(c["trie_tokens"] / base, 3)})  # fmt: skip
     return table
 
@@ -119,10 +129,11 @@ def wall_table(shape: Shape, sizes: list[int], model: Path) -> list[dict]:
     from areal.utils import stats_tracker
 
     table = []
+    runs = [("packed", "block"), *((m, p) for m in MODES[1:] for p in PADDINGS)]
     for size in sizes:
-        for mode in MODES:
+        for mode, padding in runs:
             tree = mode != "packed"
-            config = actor_config(str(model), tree)
+            config = actor_config(str(model), tree, padding)
             config.mb_spec = replace(config.mb_spec, max_tokens_per_mb=size)
             actor = built_actor(config)
             order = "memory_first" if not tree else mode.removeprefix("tree+")
@@ -138,10 +149,12 @@ def wall_table(shape: Shape, sizes: list[int], model: Path) -> list[dict]:
             stats = stats_tracker.export_all(reset=True)
             actor.destroy()
             table.append({"max_tokens_per_mb": size, "mode": mode,
+                          "padding": padding if tree else None,
                           "computed": int(stats["memagent/actor_tokens_computed"]),
                           "rows": int(stats["memagent/actor_tokens_rows"]),
                           "step_s": round(wall, 2)})  # fmt: skip
-            print(f"  {size:>6} {mode:<20} {table[-1]['step_s']:>7.2f} s", flush=True)
+            print(f"  {size:>6} {mode:<20} {padding if tree else '':<8} "
+                  f"{table[-1]['step_s']:>7.2f} s", flush=True)  # fmt: skip
     return table
 
 
@@ -168,8 +181,9 @@ def main(argv: list[str] | None = None) -> dict:
     tokens = token_table(paper, sizes)
     for r in tokens:
         print(f"  {r['max_tokens_per_mb']:>6} {r['mode']:<20} {r['computed']:>9} "
-              f"({r['of_packed']:.0%} of packed, {r['tries']} tries holding "
-              f"{r['tries_of_packed']:.0%} before padding)")  # fmt: skip
+              f"({r['of_packed']:.1%} of packed; padded to the maximum "
+              f"{r['of_packed_maximum']:.1%}; {r['tries']} tries holding "
+              f"{r['tries_of_packed']:.1%} before padding)")  # fmt: skip
     cuts = cut_table(paper, [16, 2])
     print("one group's tries (before padding) by mini-batch cut", flush=True)
     for r in cuts:

@@ -15,11 +15,12 @@ tries of ``n`` branches each, every one holding the shared part again. So is a
 turn that ``actor.tree_minibatches`` cuts over the update's
 ``ppo_n_minibatches`` (`turn_parts`): ``dealt`` puts part of every turn in each
 mini-batch, ``runs`` a turn in two or more only when a group has fewer turns
-than there are mini-batches. Padding
-each trie up to ``max_tokens_per_mb`` is not counted here (bench/results.md
-measures it): a run's own share (``actor_tokens_computed`` over
-``actor_tokens_rows`` in its ``steps.jsonl``) given as ``rates.tree_token_share``
-in ``--measured`` replaces the estimate.
+than there are mini-batches. Padding is not counted: with
+``actor.tree_padding: block`` (both configs) a trie gains less than one
+128-token block; with ``maximum`` each is padded to ``max_tokens_per_mb``, which
+the estimate's line says (bench/results.md measures both). A run's own share
+(``actor_tokens_computed`` over ``actor_tokens_rows`` in its ``steps.jsonl``)
+given as ``rates.tree_token_share`` in ``--measured`` replaces the estimate.
 """
 
 from __future__ import annotations
@@ -106,4 +107,7 @@ def actor_share(run: Run) -> tuple[float, str]:
     share = token_share(run, order)
     if share is None:
         return 1.0, "tree training: share unknown (no turns), counted as packed"
-    return share, f"tree training, {order}: ~{share:.0%} of the row tokens"
+    note = f"tree training, {order}: ~{share:.0%} of the row tokens"
+    if getattr(run.config.actor, "tree_padding", "block") == "maximum":
+        note += " (+ each trie's padding to max_tokens_per_mb, not counted)"
+    return share, note

@@ -35,7 +35,7 @@ import math
 from typing import Any
 
 import torch
-from areal.utils import stats_tracker
+from areal.utils import logging, stats_tracker
 from areal.utils.data import concat_batch
 
 from memagent_workflow.trainer.shared_prefix import (
@@ -47,6 +47,8 @@ from memagent_workflow.trainer.shared_prefix import (
     trie_order,
 )
 from memagent_workflow.trainer.trie_padding import pad_to_block
+
+logger = logging.getLogger("MemAgentTreeActor")
 
 STAT_ROWS = "memagent/actor_tokens_rows"
 STAT_COMPUTED = "memagent/actor_tokens_computed"
@@ -154,6 +156,10 @@ class SharesPrefixes:
         # ref: is AReaL's config, without the field: its tries go to the block
         if self.tree and getattr(self.config, "tree_padding", "block") == "block":
             pad_to_block(mb_list, self._block_align())
+            logger.info(  # AReaL's line above gives the sizes before the cut
+                f"Tries padded to the block (actor.tree_padding=block): "
+                f"{mb_list.padded_to_lengths}"
+            )
         if self._counts is not None:
             self._counts[0] += int(input_["attention_mask"].sum())
             self._counts[1] += mb_tokens(mb_list)

@@ -16,14 +16,26 @@ def test_the_three_modes_side_by_side(tmp_path):
             len(sizes) == 2 or len(set(sizes)) == 1
         )  # the smoke's two may round alike
         for size in sizes:
-            rows = {r["mode"]: r for r in table if r["max_tokens_per_mb"] == size}
+            at = [r for r in table if r["max_tokens_per_mb"] == size]
+            rows = {r["mode"]: r for r in at if r.get("padding") in (None, "block")}
             assert set(rows) == set(MODES)
             # the section first shares the section: fewer tokens than packed
             assert rows["tree+section_first"]["computed"] < rows["packed"]["computed"]
     assert all(r["step_s"] > 0 and r["rows"] > 0 for r in result["wall"])
     for r in result["tokens"]:  # padding only adds: the tries hold no more
-        assert r["trie_tokens"] <= r["computed"]
+        assert r["trie_tokens"] <= r["computed"] <= r["computed_maximum"]
         assert r["trie_tokens"] < r["rows"] or r["mode"] == "packed"
+        # padded to the block: less than a block a trie over what the tries hold
+        assert r["computed"] - r["trie_tokens"] < 128 * max(r["tries"], 1)
+    # the actor's own count of the update: the block's padding no more than the maximum's
+    for size in {r["max_tokens_per_mb"] for r in result["wall"]}:
+        tree = [
+            r for r in result["wall"] if r["max_tokens_per_mb"] == size and r["padding"]
+        ]
+        by = {(r["mode"], r["padding"]): r["computed"] for r in tree}
+        for mode in MODES[1:]:
+            assert by[mode, "block"] <= by[mode, "maximum"]
+            assert by[mode, "block"] % 128 == 0
     cuts = {(r["order"], r["ppo_n_minibatches"], r["cut"]): r for r in result["cuts"]}
     for order, n, _ in cuts:  # whole groups share most, dealt rows least
         share = {

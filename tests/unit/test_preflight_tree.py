@@ -85,6 +85,11 @@ def test_the_actor_computes_the_share_with_tree_training_on(cfg, tmp_path):
     assert tree.update_s == pytest.approx(packed.update_s * SECTION)
     assert tree.logp_s == pytest.approx(packed.logp_s * SECTION)
     assert "tree training, section_first" in tree.actor_how
+    assert "not counted" not in tree.actor_how  # padded to the block: counted as none
+    padded = changed(tree_cfg, actor__tree_padding="maximum")
+    assert "padding to max_tokens_per_mb, not counted" in (
+        step_estimate(run_of(padded, measured=rates)).actor_how
+    )
     text = projection(run_of(tree_cfg, measured=rates)).describe()
     assert f"without tree training (packed): ~{packed.seconds:,.0f} s per step" in text
 
