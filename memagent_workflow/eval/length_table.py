@@ -3,9 +3,9 @@
 Each row is an ``examples/eval.py`` output folder (its ``summary.json``), e.g.
 the trained model, the same model before RL, and the trained model with
 ``memagent.wipe_memory=true``. The table is written as ``length_table.json``
-(``{"chunks": [...], ROW: [accuracy in [0, 1] per length, None where not
-measured], ..., "memory": {ROW: [split per length]}}`` plus any extra keys
-given), ``length_table.md`` and ``length_table.png``. The split is each
+(``{"chunks": [...], ROW: [sub-EM in [0, 1] per length, None where not
+measured], ..., "exact_match": {ROW: [exact match per length]}, "memory": {ROW:
+[split per length]}}`` plus any extra keys given), ``length_table.md`` and ``length_table.png``. The split is each
 summary's caught / kept / answered row (``diagnostics.py``, from the run's
 traces; None where it has none). No AReaL import here.
 
@@ -27,6 +27,10 @@ from memagent_workflow.eval.results import SUMMARY_FILE
 
 TABLE_FILE = "length_table.json"
 MEMORY = "memory"  # the table's key of the caught / kept / answered split
+# The table's key of exact match per row: sub-EM (the rows, as the original
+# scores) counts an empty answer as right (eval/scoring.py), so a control that a
+# model can answer with "\boxed{ }" is read by exact match.
+EXACT = "exact_match"
 
 
 def _summary_rows(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
@@ -42,7 +46,7 @@ def accuracy_by_length(
     """``metric`` (sub-EM, the table's; or ``em``, ``f1``) in [0, 1] per length N
     of an eval output folder's ``summary.json``."""
     return {
-        int(row["length"]): None if row[metric] is None else row[metric] / 100
+        int(row["length"]): None if row.get(metric) is None else row[metric] / 100
         for row in _summary_rows(output_dir)
     }
 
@@ -57,15 +61,18 @@ def memory_by_length(output_dir: str | os.PathLike) -> dict[int, dict | None]:
 
 
 def length_table(rows: dict[str, str | os.PathLike], **extra: Any) -> dict[str, Any]:
-    """``{"chunks": [...], label: [accuracy or None, ...], "memory": {label:
-    [split or None, ...]}, **extra}`` over the union of the rows' lengths."""
+    """``{"chunks": [...], label: [sub-EM or None, ...], "exact_match": {label:
+    [EM or None, ...]}, "memory": {label: [split or None, ...]}, **extra}`` over
+    the union of the rows' lengths."""
     measured = {label: accuracy_by_length(d) for label, d in rows.items()}
+    exact = {label: accuracy_by_length(d, "em") for label, d in rows.items()}
     memory = {label: memory_by_length(d) for label, d in rows.items()}
     chunks = sorted({n for acc in measured.values() for n in acc})
     return {
         **extra,
         "chunks": chunks,
         **{label: [acc.get(n) for n in chunks] for label, acc in measured.items()},
+        EXACT: {label: [e.get(n) for n in chunks] for label, e in exact.items()},
         MEMORY: {label: [m.get(n) for n in chunks] for label, m in memory.items()},
     }
 
@@ -89,7 +96,31 @@ def table_markdown(table: dict[str, Any], chance: float | None = None) -> str:
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     if chance is not None:
         lines.append(f"\nChance: {chance:.2f}. Columns: chunks per document.")
-    return "\n".join(lines + memory_markdown(table)) + "\n"
+    return "\n".join(lines + exact_markdown(table) + memory_markdown(table)) + "\n"
+
+
+def exact_markdown(table: dict[str, Any]) -> list[str]:
+    """The rows by exact match ([] where no summary recorded it)."""
+    exact = {
+        k: v
+        for k, v in (table.get(EXACT) or {}).items()
+        if any(x is not None for x in v)
+    }
+    if not exact:
+        return []
+    cell = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    return [
+        "",
+        "Exact match (the rows above are sub-EM, which counts an empty answer as "
+        "right, as the original scores):",
+        "",
+        "| row | " + " | ".join(str(n) for n in table["chunks"]) + " |",
+        "|---" * (len(table["chunks"]) + 1) + "|",
+        *(
+            f"| {k} | " + " | ".join(cell(x) for x in v) + " |"
+            for k, v in exact.items()
+        ),
+    ]
 
 
 def memory_markdown(table: dict[str, Any]) -> list[str]:

@@ -29,8 +29,6 @@ import shlex
 import pytest
 
 from bench.learning import REPO, config_value, train_run
-from memagent_workflow.eval.length_table import accuracy_by_length
-from memagent_workflow.eval.results import SUMMARY_FILE
 from memagent_workflow.prompts.order import read_prompt_order
 
 SEED = 0
@@ -65,12 +63,6 @@ def run(tmp_path_factory):
     return steps, table, areal
 
 
-def exact_match(areal, run: str) -> dict[int, float | None]:
-    """The length eval's exact-match accuracy of ``run`` per chunk count."""
-    (summary,) = areal.rglob(f"length_eval/{run}/{SUMMARY_FILE}")
-    return accuracy_by_length(summary.parent, "em")
-
-
 def test_the_docs_command_turns_on_tree_training_and_the_section_first():
     assert docs_command() == [
         "actor.enable_tree_training=true",
@@ -93,7 +85,11 @@ def test_it_learns_and_every_step_computes_fewer_tokens_than_its_rows(run):
     assert all(trained[n] >= LEARNED for n in (1, 16)), table
     # the control by exact match: the table's sub-EM (the original's) counts an
     # empty box as right, and a memory-wiped model may answer "\boxed{ }"
-    wiped, right = exact_match(areal, "memory_wiped"), exact_match(areal, "trained")
-    assert all(right[n] >= wiped[n] + ABOVE_WIPED for n in (1, 16)), (right, wiped)
+    exact = {
+        row: dict(zip(table["chunks"], v, strict=True))
+        for row, v in table["exact_match"].items()
+    }
+    wiped, right = exact["memory_wiped"], exact["trained"]
+    assert all(right[n] >= wiped[n] + ABOVE_WIPED for n in (1, 16)), exact
     (ckpt,) = sorted(areal.rglob("memagent_prompt_order.json"))[-1:]
     assert read_prompt_order(ckpt.parent)["order"] == "section_first"

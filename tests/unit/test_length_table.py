@@ -10,10 +10,18 @@ from standin.config import StandinConfig
 from standin.cpu_job import synthetic_eval_set
 
 
-def summary(folder, accuracy: dict[int, float | None], memory: dict | None = None):
-    """An eval summary; ``memory``: the split of every length (eval.trace)."""
+def summary(
+    folder,
+    accuracy: dict[int, float | None],
+    memory: dict | None = None,
+    exact: dict[int, float] | None = None,
+):
+    """An eval summary; ``memory``: the split of every length (eval.trace);
+    ``exact``: exact match per length (else none recorded)."""
     folder.mkdir(parents=True)
     rows = [{"length": n, "sub_em": a} for n, a in accuracy.items()]
+    for row in rows if exact else ():
+        row["em"] = exact.get(row["length"])
     for row in rows if memory else ():
         row["memory"] = memory
     (folder / "summary.json").write_text(json.dumps({"lengths": rows}))
@@ -29,7 +37,10 @@ SPLIT = {"traced": 8, "read": 100.0, "caught": 100.0, "kept": 87.5,
 
 def test_rows_are_aligned_on_the_union_of_lengths(tmp_path):
     a = summary(tmp_path / "a", {1: 100.0, 16: 87.5})
-    b = summary(tmp_path / "b", {1: 25.0, 4: None, 16: 21.875})
+    # an empty "\boxed{ }" is right by sub-EM, wrong by exact match
+    b = summary(
+        tmp_path / "b", {1: 25.0, 4: None, 16: 21.875}, exact={1: 0.0, 16: 0.0}
+    )
     table = write_length_table(tmp_path / "out", {"trained": a, "wiped": b}, 0.25,
                                train_chunks=2)  # fmt: skip
     assert table == {
@@ -37,11 +48,14 @@ def test_rows_are_aligned_on_the_union_of_lengths(tmp_path):
         "chunks": [1, 4, 16],
         "trained": [1.0, None, 0.875],
         "wiped": [0.25, None, 0.21875],
+        "exact_match": {"trained": [None] * 3, "wiped": [0.0, None, 0.0]},
         "memory": {"trained": [None] * 3, "wiped": [None] * 3},  # no traces
     }
     assert json.loads((tmp_path / "out" / "length_table.json").read_text()) == table
     md = (tmp_path / "out" / "length_table.md").read_text()
     assert "| trained | 1.00 | - | 0.88 |" in md
+    exact = md.split("Exact match", 1)[1]
+    assert "| wiped | 0.00 | - | 0.00 |" in exact and "| trained |" not in exact
     assert "caught" not in md  # no split without traces
     assert (tmp_path / "out" / "length_table.png").read_bytes()[:4] == b"\x89PNG"
 
