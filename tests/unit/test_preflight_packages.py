@@ -142,4 +142,8 @@ def test_python3_on_path_must_be_this_environment(gpu_config, prefix, verdict):
 def test_real_probe_sees_this_interpreter_on_path():
     # `uv run pytest` puts the project's environment first on PATH.
     exe, prefix = PackageProbe().path_python_prefix()
-    assert prefix == sys.prefix, (exe, prefix)
+    assert prefix == sys.prefix, (
+        f"`python` on PATH is {exe} (prefix {prefix}), not this interpreter's "
+        f"environment ({sys.prefix}): run the tests as the README does, "
+        "`uv run pytest ...`, or activate .venv first"
+    )
