@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from areal.utils import logging, name_resolve, names
 
-from memagent_workflow.data.files import write_json, write_jsonl
+from memagent_workflow.data.files import write_json
 from memagent_workflow.data.synthetic import make_needle, make_synthetic, needle_of
 from memagent_workflow.eval import sets
 from memagent_workflow.infra.engines import rollout_backend
@@ -37,26 +37,10 @@ from standin.launch import (
 )
 from standin.needle_model import NeedleModelSpec, build_needle_model
 from standin.packed_sdpa import install_packed_sdpa
+from standin.synthetic_data import ensure_synthetic
 from standin.tiny_model import build_tiny_model
 
 logger = logging.getLogger("StandinCpuJob")
-
-
-def ensure_synthetic(
-    path: str, n: int, seed: int, cfg: StandinConfig, split: str
-) -> None:
-    """Write ``n`` synthetic questions of ``cfg.task`` to ``path`` unless it exists."""
-    if Path(path).exists():
-        logger.info(f"using existing data {path}")
-        return
-    if cfg.task == "needle":
-        rows = make_needle(
-            n, seed, cfg.needle_chunks, cfg.needle_distractors, split=split
-        )
-    else:
-        rows = make_synthetic(n, seed=seed, num_docs=cfg.synthetic_docs)
-    write_jsonl(path, rows)
-    logger.info(f"wrote {n} synthetic {cfg.task} questions to {path}")
 
 
 def is_checkpoint(path: str) -> bool:

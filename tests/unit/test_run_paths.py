@@ -53,13 +53,23 @@ def test_the_cpu_config_resolves_against_the_current_directory(tmp_path, monkeyp
     model = str(cpu / "needle_model")
     assert config.actor.path == config.tokenizer_path == model
     assert config.sglang.model_path == config.rollout.tokenizer_path == model
-    # a file per size: a longer run never reuses the main job's 640 questions
-    assert config.train_dataset.path == str(cpu / "data" / "train_640.jsonl")
+    # a file per task and size: a longer run never reuses the main job's 640
+    # questions, the two-hop task never the needle's
+    assert config.train_dataset.path == str(cpu / "data" / "needle" / "train_640.jsonl")
     longer = load_cpu_config(
         ["--config", str(ROOT / "config_cpu.yaml"), "standin.synthetic_train=960"]
     )
-    assert longer.train_dataset.path == str(cpu / "data" / "train_960.jsonl")
-    assert config.valid_dataset.path == str(cpu / "data" / "valid.jsonl")
+    assert longer.train_dataset.path == str(cpu / "data" / "needle" / "train_960.jsonl")
+    assert config.valid_dataset.path == str(cpu / "data" / "needle" / "valid.jsonl")
+    two_hop = load_cpu_config(
+        [
+            "--config",
+            str(ROOT / "config_cpu.yaml"),
+            "standin.task=two_hop",
+            "standin.length_eval=[]",
+        ]
+    )
+    assert two_hop.valid_dataset.path == str(cpu / "data" / "two_hop" / "valid.jsonl")
     assert config.cluster.name_resolve.nfs_record_root == str(cpu / "name_resolve")
     assert config.memagent.prompts == str(tmp_path / "prompts" / "needle.yaml")
     for section in ("cluster", "rollout", "saver", "recover", "evaluator"):
