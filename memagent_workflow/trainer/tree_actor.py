@@ -86,7 +86,8 @@ def check_tree_config(actor: Any, where: str = "actor") -> None:
     if not actor.pad_to_maximum:
         raise ValueError(
             f"{where}.enable_tree_training=true needs {where}.pad_to_maximum=true "
-            "(AReaL's tries are padded to mb_spec.max_tokens_per_mb)"
+            "(AReaL builds tries only with it; actor.tree_padding then says what "
+            "each is padded to)"
         )
     size = actor.mb_spec.max_tokens_per_mb
     if size is None or size % 128:

@@ -76,3 +76,29 @@ def test_the_field_takes_block_or_maximum():
     assert MemAgentActorConfig(tree_padding="maximum").tree_padding == "maximum"
     with pytest.raises(ValueError, match="actor.tree_padding must be 'block' or"):
         MemAgentActorConfig(tree_padding="none")
+
+
+def test_the_trainer_refuses_what_areal_would_refuse_at_its_first_batch():
+    from areal.api.cli_args import PPOActorConfig
+
+    from memagent_workflow.trainer.tree_actor import check_tree_config
+
+    good = MemAgentActorConfig(
+        enable_tree_training=True,
+        pad_to_maximum=True,
+        mb_spec=MicroBatchSpec(max_tokens_per_mb=1024),
+    )
+    check_tree_config(good)
+    check_tree_config(None, "ref")  # no reference model
+    with pytest.raises(ValueError, match="actor.enable_tree_training=true needs "
+                       "actor.pad_to_maximum=true"):  # fmt: skip
+        check_tree_config(MemAgentActorConfig(enable_tree_training=True,
+                                              mb_spec=good.mb_spec))  # fmt: skip
+    ref = PPOActorConfig(
+        enable_tree_training=True,
+        pad_to_maximum=True,
+        mb_spec=MicroBatchSpec(max_tokens_per_mb=1000),
+    )
+    with pytest.raises(ValueError, match="ref.mb_spec.max_tokens_per_mb a multiple "
+                       "of 128 .*got 1000"):  # fmt: skip
+        check_tree_config(ref, "ref")
