@@ -9,10 +9,11 @@ chunks. An asynchronous run beside other files learns more slowly and less evenl
 (at 40 steps, beside two other files on 2 cores: 0.69, 0.51, and a length table of
 0.59 / 0.48 too close to its wiped control), so the file runs alone
 (``RUNS_ALONE``, tests/runs_alone.py), as it was measured. Measured alone, these
-seeds: 0.98 over the last three validations, 1.00 / 0.97 at 1 / 16 chunks, the
-memory-wiped control 0.19 / 0.22 by exact match (groups of 8: 0.98, 1.00 / 0.97,
-0.16 / 0.20); the command's seeds 0-2 with trainer seeds 1-3: 0.92-1.00 held out,
-0.95-1.00 at the lowest length (bench/results.md, section 12). The control is read
+seeds, the tries padded to the block (``actor.tree_padding: block``): 0.99 over
+the last three validations, 1.00 / 1.00 at 1 / 16 chunks, the memory-wiped
+control 0.03 / 0.00 by exact match (padded to the maximum: 0.98, 1.00 / 0.97,
+0.19 / 0.22); the command's seeds 0-2 with trainer seeds 1-3: 1.00 held out on
+each, 0.95-1.00 at the lowest length (bench/results.md, section 12). The control is read
 by exact match: the table's sub-EM (the original's) counts an empty box as right,
 and one seed's wiped model answered "\\boxed{ }" (sub-EM 0.83-0.88, exact match
 0.02-0.06). The bars: 0.40 for the last three validations and both lengths, 0.30
@@ -33,8 +34,8 @@ from memagent_workflow.prompts.order import read_prompt_order
 
 SEED = 0
 RUNS_ALONE = True  # learning speed follows load: measured alone, run alone
-LEARNED = 0.40  # measured alone: 0.98 (last three), 1.00 / 0.97 (lengths)
-ABOVE_WIPED = 0.30  # measured alone: 0.81 / 0.75 above the memory-wiped control
+LEARNED = 0.40  # measured alone: 0.99 (last three), 1.00 / 1.00 (lengths)
+ABOVE_WIPED = 0.30  # measured alone: 0.97 / 1.00 above the memory-wiped control
 
 
 def docs_command() -> list[str]:
