@@ -5,8 +5,8 @@ the trained model, the same model before RL, and the trained model with
 ``memagent.wipe_memory=true``. The table is written as ``length_table.json``
 (``{"chunks": [...], ROW: [sub-EM in [0, 1] per length, None where not
 measured], ..., "exact_match": {ROW: [exact match per length]}, "memory": {ROW:
-[split per length]}}`` plus any extra keys given), ``length_table.md`` and ``length_table.png``. The split is each
-summary's caught / kept / answered row (``diagnostics.py``, from the run's
+[split per length]}}`` plus any extra keys given), ``length_table.md`` and
+``length_table.png``. The split is each summary's caught / kept / answered row (``diagnostics.py``, from the run's
 traces; None where it has none). No AReaL import here.
 
     python -m memagent_workflow.eval.length_table --out DIR \\
