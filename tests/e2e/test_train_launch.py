@@ -342,7 +342,9 @@ def test_relative_paths_mean_the_directory_of_the_command(run):
     assert run.checkpoint.is_relative_to(root / "areal" / "checkpoints")
     train = re.search(r"train_dataset\.path=(\S+\.jsonl)", run.log)
     assert train, run.log[-3000:]
-    assert Path(train.group(1)).parent == root / "data"  # train_{size}.jsonl
+    # data/{task}/train_{size}.jsonl, beside its record of the options
+    assert Path(train.group(1)).parent == root / "data" / "needle"
+    assert Path(f"{train.group(1)}.spec.json").is_file()
     assert Path(train.group(1)).is_file()
     assert (root / "name_resolve").is_dir()
     assert f"actor.path={root / 'needle_model'}" in run.log
