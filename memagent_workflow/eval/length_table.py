@@ -6,8 +6,9 @@ the trained model, the same model before RL, and the trained model with
 (``{"chunks": [...], ROW: [sub-EM in [0, 1] per length, None where not
 measured], ..., "exact_match": {ROW: [exact match per length]}, "memory": {ROW:
 [split per length]}}`` plus any extra keys given), ``length_table.md`` and
-``length_table.png``. The split is each summary's caught / kept / answered row (``diagnostics.py``, from the run's
-traces; None where it has none). No AReaL import here.
+``length_table.png``. The split is each summary's caught / kept / answered
+row (``diagnostics.py``, from the run's traces; None where it has none). No
+AReaL import here.
 
     python -m memagent_workflow.eval.length_table --out DIR \\
         --row trained=OUT1 --row warm_start=OUT2 --row memory_wiped=OUT3
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,40 +42,38 @@ def _summary_rows(output_dir: str | os.PathLike) -> list[dict[str, Any]]:
     return json.loads(path.read_text(encoding="utf-8"))["lengths"]
 
 
-def accuracy_by_length(
-    output_dir: str | os.PathLike, metric: str = "sub_em"
-) -> dict[int, float | None]:
-    """``metric`` (sub-EM, the table's; or ``em``, ``f1``) in [0, 1] per length N
-    of an eval output folder's ``summary.json``."""
-    return {
-        int(row["length"]): None if row.get(metric) is None else row[metric] / 100
-        for row in _summary_rows(output_dir)
-    }
+def percent(metric: str) -> Callable[[dict[str, Any]], float | None]:
+    """A summary row's ``metric`` (``sub_em``, ``em``, ``f1``: percent) in [0, 1]."""
+    return lambda row: None if row.get(metric) is None else row[metric] / 100
 
 
-def memory_by_length(output_dir: str | os.PathLike) -> dict[int, dict | None]:
-    """The caught / kept / answered split per length (summary.json's ``memory``:
-    % of the traced samples); None where the run traced nothing."""
-    return {
-        int(row["length"]): m if (m := row.get(MEMORY)) and m.get("traced") else None
-        for row in _summary_rows(output_dir)
-    }
+def memory_split(row: dict[str, Any]) -> dict | None:
+    """A summary row's caught / kept / answered split (``memory``: % of the traced
+    samples); None where the run traced nothing."""
+    m = row.get(MEMORY)
+    return m if m and m.get("traced") else None
 
 
 def length_table(rows: dict[str, str | os.PathLike], **extra: Any) -> dict[str, Any]:
     """``{"chunks": [...], label: [sub-EM or None, ...], "exact_match": {label:
     [EM or None, ...]}, "memory": {label: [split or None, ...]}, **extra}`` over
-    the union of the rows' lengths."""
-    measured = {label: accuracy_by_length(d) for label, d in rows.items()}
-    exact = {label: accuracy_by_length(d, "em") for label, d in rows.items()}
-    memory = {label: memory_by_length(d) for label, d in rows.items()}
-    chunks = sorted({n for acc in measured.values() for n in acc})
+    the union of the rows' lengths (each row's ``summary.json`` read once)."""
+    summaries = {label: _summary_rows(d) for label, d in rows.items()}
+    chunks = sorted({int(r["length"]) for s in summaries.values() for r in s})
+
+    def column(value: Callable[[dict[str, Any]], Any]) -> dict[str, list]:
+        by_length = {
+            label: {int(r["length"]): value(r) for r in summary}
+            for label, summary in summaries.items()
+        }
+        return {label: [v.get(n) for n in chunks] for label, v in by_length.items()}
+
     return {
         **extra,
         "chunks": chunks,
-        **{label: [acc.get(n) for n in chunks] for label, acc in measured.items()},
-        EXACT: {label: [e.get(n) for n in chunks] for label, e in exact.items()},
-        MEMORY: {label: [m.get(n) for n in chunks] for label, m in memory.items()},
+        **column(percent("sub_em")),
+        EXACT: column(percent("em")),
+        MEMORY: column(memory_split),
     }
 
 
@@ -87,13 +87,19 @@ def row_labels(table: dict[str, Any]) -> list[str]:
     ]
 
 
+def grid_markdown(chunks: list[int], rows: dict[str, list]) -> list[str]:
+    """Rows x lengths, values with two decimals ("-" where not measured)."""
+    cell = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
+    return [
+        "| row | " + " | ".join(str(n) for n in chunks) + " |",
+        "|---" * (len(chunks) + 1) + "|",
+        *(f"| {k} | " + " | ".join(cell(x) for x in v) + " |" for k, v in rows.items()),
+    ]
+
+
 def table_markdown(table: dict[str, Any], chance: float | None = None) -> str:
     """Rows x lengths, accuracies with two decimals."""
-    head = "| row | " + " | ".join(str(n) for n in table["chunks"]) + " |"
-    lines = [head, "|---" * (len(table["chunks"]) + 1) + "|"]
-    for label in row_labels(table):
-        cells = ["-" if v is None else f"{v:.2f}" for v in table[label]]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines = grid_markdown(table["chunks"], {k: table[k] for k in row_labels(table)})
     if chance is not None:
         lines.append(f"\nChance: {chance:.2f}. Columns: chunks per document.")
     return "\n".join(lines + exact_markdown(table) + memory_markdown(table)) + "\n"
@@ -108,18 +114,12 @@ def exact_markdown(table: dict[str, Any]) -> list[str]:
     }
     if not exact:
         return []
-    cell = lambda v: "-" if v is None else f"{v:.2f}"  # noqa: E731
     return [
         "",
         "Exact match (the rows above are sub-EM, which counts an empty answer as "
         "right, as the original scores):",
         "",
-        "| row | " + " | ".join(str(n) for n in table["chunks"]) + " |",
-        "|---" * (len(table["chunks"]) + 1) + "|",
-        *(
-            f"| {k} | " + " | ".join(cell(x) for x in v) + " |"
-            for k, v in exact.items()
-        ),
+        *grid_markdown(table["chunks"], exact),
     ]
 
 
