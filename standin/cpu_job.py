@@ -144,13 +144,9 @@ def cpu_job(config: StandinGRPOConfig) -> Iterator[str | None]:
     is one SPMD process: the server is started here and its address yielded.
     """
     cfg = config.standin
-    ensure_synthetic(
-        config.train_dataset.path, cfg.synthetic_train, cfg.seed, cfg, "train"
-    )
+    ensure_synthetic(config.train_dataset.path, cfg, "train")
     if config.valid_dataset is not None:  # held-out questions
-        ensure_synthetic(
-            config.valid_dataset.path, cfg.synthetic_valid, cfg.seed + 1, cfg, "valid"
-        )
+        ensure_synthetic(config.valid_dataset.path, cfg, "valid")
     # Keys left by an earlier run of the same trial would make the disk weight
     # update fire before its checkpoint exists (AReaL's launcher clears them too).
     name_resolve.clear_subtree(

@@ -23,10 +23,16 @@ from standin.config import StandinConfig
 logger = logging.getLogger("StandinData")
 
 
-def spec_of(n: int, cfg: StandinConfig, split: str) -> dict[str, Any]:
-    """What the questions depend on, by the config key that sets each (the
-    held-out split draws from the seed after ``standin.seed``)."""
-    count = "standin.synthetic_train" if split == "train" else "standin.synthetic_valid"
+SPLITS = {  # split: the key of its question count, its seed's offset
+    "train": ("standin.synthetic_train", 0),
+    "valid": ("standin.synthetic_valid", 1),  # held out: the seed after standin.seed
+}
+
+
+def spec_of(cfg: StandinConfig, split: str) -> dict[str, Any]:
+    """What the questions depend on, by the config key that sets each."""
+    count = SPLITS[split][0]
+    n = cfg.synthetic_train if split == "train" else cfg.synthetic_valid
     spec = {"standin.task": cfg.task, count: n, "standin.seed": cfg.seed}
     if cfg.task == "needle":
         spec["standin.needle_chunks"] = cfg.needle_chunks
@@ -40,16 +46,16 @@ def sidecar(path: str | Path) -> Path:
     return Path(f"{path}.spec.json")
 
 
-def ensure_synthetic(
-    path: str, n: int, seed: int, cfg: StandinConfig, split: str
-) -> None:
-    """Write ``n`` synthetic questions of ``cfg.task`` to ``path`` unless it
+def ensure_synthetic(path: str, cfg: StandinConfig, split: str) -> None:
+    """Write ``split``'s synthetic questions of ``cfg.task`` to ``path`` unless it
     exists; refuse an existing file the stand-in wrote for other options."""
-    spec = spec_of(n, cfg, split)
+    spec = spec_of(cfg, split)
     if Path(path).exists():
         check_spec(path, spec)
         logger.info(f"using existing data {path}")
         return
+    count, offset = SPLITS[split]
+    n, seed = spec[count], cfg.seed + offset
     if cfg.task == "needle":
         rows = make_needle(
             n, seed, cfg.needle_chunks, cfg.needle_distractors, split=split

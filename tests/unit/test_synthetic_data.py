@@ -18,12 +18,12 @@ def rows(path) -> list[dict]:
 
 def test_written_once_then_reused_with_its_record(tmp_path):
     path = tmp_path / "train.jsonl"
-    cfg = StandinConfig(task="needle", needle_chunks=2)
-    ensure_synthetic(str(path), 8, 0, cfg, "train")
+    cfg = StandinConfig(task="needle", needle_chunks=2, synthetic_train=8)
+    ensure_synthetic(str(path), cfg, "train")
     first = path.read_text()
     assert len(rows(path)) == 8
     assert json.loads(sidecar(path).read_text())["standin.needle_chunks"] == 2
-    ensure_synthetic(str(path), 8, 0, cfg, "train")  # the same options: reused
+    ensure_synthetic(str(path), cfg, "train")  # the same options: reused
     assert path.read_text() == first
 
 
@@ -37,30 +37,32 @@ def test_written_once_then_reused_with_its_record(tmp_path):
 )
 def test_other_options_are_refused_by_file_and_key(tmp_path, change, key):
     path = tmp_path / "valid.jsonl"
-    cfg = StandinConfig(task="needle", needle_chunks=2)
-    ensure_synthetic(str(path), 8, 1, cfg, "valid")
+    cfg = StandinConfig(task="needle", needle_chunks=2, synthetic_valid=8)
+    ensure_synthetic(str(path), cfg, "valid")
     before = path.read_text()
     other = dataclasses.replace(cfg, **change)
     with pytest.raises(ValueError, match=f"{path}: .* this run asks .*{key}"):
-        ensure_synthetic(str(path), 8, 1, other, "valid")
+        ensure_synthetic(str(path), other, "valid")
     assert path.read_text() == before  # nothing rewritten
 
 
 def test_another_seed_or_count_is_refused(tmp_path):
     path = tmp_path / "valid.jsonl"
-    cfg = StandinConfig(task="needle")  # standin.seed 0: held out from seed 1
-    ensure_synthetic(str(path), 8, 1, cfg, "valid")
+    cfg = StandinConfig(task="needle", synthetic_valid=8)  # held out from seed 1
+    ensure_synthetic(str(path), cfg, "valid")
     with pytest.raises(
         ValueError, match="standin.seed=0.* this run asks standin.seed=1"
     ):
-        ensure_synthetic(str(path), 8, 2, dataclasses.replace(cfg, seed=1), "valid")
+        ensure_synthetic(str(path), dataclasses.replace(cfg, seed=1), "valid")
     with pytest.raises(ValueError, match="standin.synthetic_valid=16"):
-        ensure_synthetic(str(path), 16, 1, cfg, "valid")
+        ensure_synthetic(
+            str(path), dataclasses.replace(cfg, synthetic_valid=16), "valid"
+        )
 
 
 def test_a_file_without_a_record_is_the_users_and_used_as_it_is(tmp_path):
     path = tmp_path / "mine.jsonl"
     path.write_text('{"question": "q", "answer": "a"}\n')
-    ensure_synthetic(str(path), 8, 0, StandinConfig(task="needle"), "train")
+    ensure_synthetic(str(path), StandinConfig(task="needle"), "train")
     assert rows(path) == [{"question": "q", "answer": "a"}]
     assert not sidecar(path).exists()
