@@ -38,6 +38,7 @@ from pathlib import Path
 os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 
 import torch  # noqa: E402
+from areal.models.tree_attn.constants import BLOCK_SIZE as BLOCK  # noqa: E402
 
 from bench.tree_rows import ORDERS, Shape, group_batch, paper_shape
 from memagent_workflow.actor_config import TREE_PADDING
@@ -49,17 +50,17 @@ from memagent_workflow.trainer.shared_prefix import (
     take_rows,
     trie_order,
 )
+from memagent_workflow.trainer.trie_padding import block_size
 
 OUT = Path(__file__).parent / "results" / "tree_training.json"
 MODES = ("packed", *(f"tree+{o}" for o in ORDERS))
 PADDINGS = TREE_PADDING  # actor.tree_padding: "block", "maximum"
-BLOCK = 128  # FlexAttention's block: AReaL's tries are padded to a multiple
 
 
 def turn_trie_size(shape: Shape) -> int:
     """A group's section-first memory turn as one trie, rounded up to a block."""
     size = shape.instruction + shape.chunk + shape.group * 2 * shape.memory
-    return -(-size // BLOCK) * BLOCK
+    return block_size(size, BLOCK)
 
 
 def count_tokens(shape: Shape, mode: str, max_tokens: int) -> dict[str, int]:
@@ -68,8 +69,6 @@ def count_tokens(shape: Shape, mode: str, max_tokens: int) -> dict[str, int]:
     ``max_tokens`` as AReaL pads it) and the tries' own tokens (AReaL's
     ``tree_token_ratio`` counts these: padding left out)."""
     from areal.models.tree_attn.tree import _greedy_build_tries
-
-    from memagent_workflow.trainer.trie_padding import block_size
 
     order = "memory_first" if mode == "packed" else mode.removeprefix("tree+")
     data = group_batch(shape, order)
@@ -190,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {r['order']:<14} {r['ppo_n_minibatches']:>2} mini-batches "
               f"{r['cut']:<7} {r['tries_of_packed']:.0%} of packed")  # fmt: skip
     small = scaled(paper, args.scale)
-    small_sizes = [-(-s // args.scale // BLOCK) * BLOCK for s in sizes]
+    small_sizes = [block_size(-(-s // args.scale), BLOCK) for s in sizes]
     print(f"one PPO update of one group at 1/{args.scale} of the shapes", flush=True)
     from standin.tiny_model import build_tiny_model
 
